@@ -224,8 +224,9 @@ typedef struct ckpt_backend {
 
 /* >>rng ----------------------------------------------------------------------------------------
    Philox4x32-10 (Salmon et al., Random123). ckpt_philox4x32_10 is the raw block function. A
-   ckpt_philox names a stream of 128-bit blocks: block j has counter (base + j) as a 64-bit number
-   in words 0..1 and `subsequence` in words 2..3, key = the chain seed. */
+   ckpt_philox names a range of 128-bit blocks: block j has counter words {lo32(base + j),
+   hi32(base + j), 0, 0} and key words {lo32(key), hi32(key)}. GPU backends produce the same
+   bits for the same (key, base). */
 CKPT_API void ckpt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 
 typedef struct ckpt_philox {
@@ -259,6 +260,8 @@ typedef struct ckpt_chain ckpt_chain;
 /* What every callback receives. Read it; the library owns it. */
 typedef struct ckpt_ctx {
     ckpt_chain *chain;
+    uint64_t _rng_cursor;   /* private: next Philox counter of this call */
+    uint64_t _rng_limit;    /* private: in a recomputation, end of the range replayed */
     int stage;              /* 0-based stage index */
     ckpt_mode mode;
     int keep_tape;          /* forward: 1 when the tape is kept for backward, 0 when it is scratch */
@@ -464,3 +467,1254 @@ CKPT_API const ckpt_plan *ckpt_chain_get_plan(const ckpt_chain *chain);
 }
 #endif
 #endif /* CKPT_H_INCLUDED */
+
+/* ================================================================================================
+   IMPLEMENTATION
+   ================================================================================================ */
+#ifdef CKPT_IMPLEMENTATION
+#ifndef CKPT_IMPLEMENTATION_DONE
+#define CKPT_IMPLEMENTATION_DONE
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <float.h>
+
+#if defined(CKPT_MALLOC) != defined(CKPT_FREE)
+#error "ckpt.h: define both CKPT_MALLOC and CKPT_FREE, or neither"
+#endif
+#ifndef CKPT_MALLOC
+#define CKPT_MALLOC(sz, u) ((void)(u), malloc(sz))
+#define CKPT_FREE(p, u) ((void)(u), free(p))
+#endif
+#ifndef CKPT_ASSERT
+#include <assert.h>
+#define CKPT_ASSERT(c) assert(c)
+#endif
+
+#ifdef __cplusplus
+#define _CKPT_STATIC_ASSERT(c, msg) static_assert(c, msg)
+#else
+#define _CKPT_STATIC_ASSERT(c, msg) _Static_assert(c, msg)
+#endif
+_CKPT_STATIC_ASSERT(sizeof(uint64_t) == 8, "uint64_t must be 8 bytes");
+
+#define _CKPT_UNUSED(x) (void)(x)
+
+/* >>memory (implementation) ---------------------------------------------------------------------
+   Every host allocation goes through _ckpt_malloc with the allocator of the object it belongs to. */
+static void *_ckpt_malloc(const ckpt_allocator *a, size_t bytes) {
+    if (bytes == 0) bytes = 1;
+    if (a && a->alloc) return a->alloc(bytes, a->user);
+    return CKPT_MALLOC(bytes, a ? a->user : NULL);
+}
+static void *_ckpt_calloc(const ckpt_allocator *a, size_t count, size_t size) {
+    void *p;
+    if (size && count > SIZE_MAX / size) return NULL;
+    p = _ckpt_malloc(a, count * size);
+    if (p) memset(p, 0, (count * size) != 0 ? count * size : 1);
+    return p;
+}
+static void _ckpt_free(const ckpt_allocator *a, void *p) {
+    if (!p) return;
+    if (a && a->alloc) { a->free(p, a->user); return; }
+    CKPT_FREE(p, a ? a->user : NULL);
+}
+
+/* >>results (implementation) */
+#define _CKPT_RESULT_NAME(name, value, text) case name: return #name;
+#define _CKPT_RESULT_TEXT(name, value, text) case name: return text;
+CKPT_API const char *ckpt_result_string(ckpt_result r) {
+    switch (r) { CKPT_RESULT_LIST(_CKPT_RESULT_NAME) default: return "CKPT_ERR_UNKNOWN"; }
+}
+CKPT_API const char *ckpt_result_description(ckpt_result r) {
+    switch (r) { CKPT_RESULT_LIST(_CKPT_RESULT_TEXT) default: return "unknown result code"; }
+}
+
+/* >>logging (implementation) */
+static const char *_ckpt_level_name(ckpt_log_level l) {
+    return l == CKPT_LOG_ERROR ? "ERROR" : l == CKPT_LOG_WARN ? "WARN" : "INFO";
+}
+CKPT_API void ckpt_log_stderr(const char *tag, ckpt_log_level level, ckpt_result item,
+                              const char *message, const char *file, int line, void *user) {
+    _CKPT_UNUSED(file); _CKPT_UNUSED(line); _CKPT_UNUSED(user);
+    fprintf(stderr, "[%s] %s %s: %s\n", tag ? tag : "ckpt", _ckpt_level_name(level),
+            ckpt_result_string(item), message ? message : "");
+}
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 5, 6)))
+#endif
+static ckpt_result _ckpt_report(const ckpt_logger *lg, ckpt_result item, const char *file, int line,
+                                const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    if (!lg || !lg->fn) return item;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    lg->fn("ckpt", item == CKPT_OK ? CKPT_LOG_INFO : CKPT_LOG_ERROR, item, msg, file, line, lg->user);
+    return item;
+}
+/* Logs and evaluates to the result, so "return _CKPT_ERR(lg, CODE, ...)" reports and fails. */
+#define _CKPT_ERR(lg, code, ...) _ckpt_report((lg), (code), __FILE__, __LINE__, __VA_ARGS__)
+
+/* >>rng (implementation): Philox4x32-10 */
+static uint32_t _ckpt_mulhilo(uint32_t a, uint32_t b, uint32_t *hi) {
+    uint64_t p = (uint64_t)a * (uint64_t)b;
+    *hi = (uint32_t)(p >> 32);
+    return (uint32_t)p;
+}
+CKPT_API void ckpt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+    int r;
+    for (r = 0; r < 10; r++) {
+        uint32_t hi0, hi1;
+        uint32_t lo0 = _ckpt_mulhilo(0xD2511F53u, c0, &hi0);
+        uint32_t lo1 = _ckpt_mulhilo(0xCD9E8D57u, c2, &hi1);
+        c0 = hi1 ^ c1 ^ k0; c1 = lo1; c2 = hi0 ^ c3 ^ k1; c3 = lo0;
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    }
+    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+CKPT_API void ckpt_philox_block(const ckpt_philox *p, uint64_t j, uint32_t out[4]) {
+    uint64_t c = p->base + j;
+    uint32_t ctr[4], key[2];
+    ctr[0] = (uint32_t)c; ctr[1] = (uint32_t)(c >> 32); ctr[2] = 0; ctr[3] = 0;
+    key[0] = (uint32_t)p->key; key[1] = (uint32_t)(p->key >> 32);
+    ckpt_philox4x32_10(ctr, key, out);
+}
+CKPT_API uint32_t ckpt_philox_u32(const ckpt_philox *p, uint64_t k) {
+    uint32_t w[4];
+    ckpt_philox_block(p, k >> 2, w);
+    return w[k & 3];
+}
+static float _ckpt_u32_to_uniform(uint32_t w) { return (float)(w >> 8) * (1.0f / 16777216.0f); }
+CKPT_API float ckpt_philox_uniform(const ckpt_philox *p, uint64_t k) {
+    return _ckpt_u32_to_uniform(ckpt_philox_u32(p, k));
+}
+CKPT_API void ckpt_philox_fill_uniform(const ckpt_philox *p, float *out, size_t n) {
+    size_t i, j;
+    uint32_t w[4];
+    for (i = 0; i < n; i += 4) {
+        ckpt_philox_block(p, i >> 2, w);
+        for (j = 0; j < 4 && i + j < n; j++) out[i + j] = _ckpt_u32_to_uniform(w[j]);
+    }
+}
+CKPT_API void ckpt_philox_dropout(const ckpt_philox *p, float p_drop, const float *in, float *out,
+                                  uint8_t *mask, size_t n) {
+    float scale = p_drop < 1.0f ? 1.0f / (1.0f - p_drop) : 0.0f;
+    size_t i, j;
+    uint32_t w[4];
+    for (i = 0; i < n; i += 4) {
+        ckpt_philox_block(p, i >> 2, w);
+        for (j = 0; j < 4 && i + j < n; j++) {
+            int keep = _ckpt_u32_to_uniform(w[j]) >= p_drop;
+            out[i + j] = keep ? in[i + j] * scale : 0.0f;
+            if (mask) mask[i + j] = (uint8_t)keep;
+        }
+    }
+}
+
+/* >>layout (implementation) */
+CKPT_API ckpt_result ckpt_layout_compute(ckpt_layout_entry *entries, int n, size_t *total) {
+    size_t off = 0;
+    int i;
+    if (!total || (n > 0 && !entries)) return CKPT_ERR_NULL_ARGUMENT;
+    if (n < 0) return CKPT_ERR_BAD_INDEX;
+    for (i = 0; i < n; i++) {
+        size_t al = entries[i].align ? entries[i].align : 16;
+        if (al & (al - 1)) return CKPT_ERR_BAD_LAYOUT;
+        if (off > SIZE_MAX - (al - 1)) return CKPT_ERR_SIZE_OVERFLOW;
+        off = (off + al - 1) & ~(al - 1);
+        entries[i].offset = off;
+        if (entries[i].bytes > SIZE_MAX - off) return CKPT_ERR_SIZE_OVERFLOW;
+        off += entries[i].bytes;
+    }
+    *total = off;
+    return CKPT_OK;
+}
+CKPT_API void *ckpt_layout_ptr(void *base, const ckpt_layout_entry *entries, int i) {
+    if (!base || !entries || i < 0) return NULL;
+    return (char *)base + entries[i].offset;
+}
+
+/* >>policy names */
+static const char *const _ckpt_policy_names[CKPT_POLICY_COUNT_] = {
+    "optimal", "store-all", "every-k", "sqrt", "greedy"};
+CKPT_API const char *ckpt_policy_name(ckpt_policy p) {
+    return ((int)p >= 0 && (int)p < CKPT_POLICY_COUNT_) ? _ckpt_policy_names[p] : NULL;
+}
+CKPT_API ckpt_result ckpt_policy_parse(const char *name, ckpt_policy *out) {
+    int i;
+    if (!name || !out) return CKPT_ERR_NULL_ARGUMENT;
+    for (i = 0; i < CKPT_POLICY_COUNT_; i++)
+        if (strcmp(name, _ckpt_policy_names[i]) == 0) { *out = (ckpt_policy)i; return CKPT_OK; }
+    return CKPT_ERR_BAD_POLICY;
+}
+
+/* >>costs: validation shared by the planner and the chain */
+static ckpt_result _ckpt_check_costs(const ckpt_cost *c, int n, const ckpt_logger *lg) {
+    uint64_t total = 0;
+    int i;
+    if (!c) return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "costs is NULL");
+    if (n < 1) return _CKPT_ERR(lg, CKPT_ERR_NO_STAGES, "n_stages is %d; it must be at least 1", n);
+    if (n > CKPT_MAX_STAGES)
+        return _CKPT_ERR(lg, CKPT_ERR_TOO_MANY_STAGES, "n_stages is %d; at most %d (CKPT_MAX_STAGES)",
+                         n, CKPT_MAX_STAGES);
+    for (i = 0; i < n; i++) {
+        const uint64_t parts[4] = {c[i].a, c[i].t, c[i].wf, c[i].wb};
+        int j;
+        if (!(c[i].f >= 0.0) || !(c[i].b >= 0.0) || c[i].f > DBL_MAX || c[i].b > DBL_MAX)
+            return _CKPT_ERR(lg, CKPT_ERR_BAD_TIME,
+                             "stage %d: fwd_time %g and bwd_time %g must be finite and >= 0", i,
+                             c[i].f, c[i].b);
+        if (c[i].flags & ~CKPT_STAGE_NO_CHECKPOINT)
+            return _CKPT_ERR(lg, CKPT_ERR_BAD_FLAGS, "stage %d: unknown flags 0x%x", i, c[i].flags);
+        /* 2^56 per piece and in total keeps every sum the planner forms far from overflow. */
+        for (j = 0; j < 4; j++) {
+            if (parts[j] > ((uint64_t)1 << 56) || total + parts[j] > ((uint64_t)1 << 56))
+                return _CKPT_ERR(lg, CKPT_ERR_SIZE_OVERFLOW,
+                                 "stage %d: sizes add up to more than 2^56 bytes", i);
+            total += parts[j];
+        }
+    }
+    return CKPT_OK;
+}
+
+/* >>analysis -------------------------------------------------------------------------------------
+   Replays a schedule in the cost model. It is the simulator (time, peak, validity) and, for the
+   executor, the source of every buffer's lifetime: buffer b is live during ops start..end. */
+enum { _CKPT_BUF_X = 0, _CKPT_BUF_T = 1, _CKPT_BUF_G = 2, _CKPT_BUF_SCRATCH = 3 };
+
+typedef struct _ckpt_buf {
+    uint64_t bytes;
+    uint64_t offset;        /* set by the layout */
+    int start, end;         /* op indices, inclusive */
+} _ckpt_buf;
+
+/* Buffer indices an op touches; -1: none, or the caller's (X[0], G[0], G[n]). */
+typedef struct _ckpt_instr {
+    int in, out, tape, ws, gout, gin;
+    int first;              /* F: first forward of this stage in the step */
+} _ckpt_instr;
+
+typedef struct _ckpt_analysis {
+    _ckpt_buf *bufs;
+    int n_bufs;
+    _ckpt_instr *instr;     /* one per op */
+    double time;
+    uint64_t peak;
+    int fn_op;              /* index of F(n) */
+    int max_live_bufs;      /* most buffers live during one op */
+} _ckpt_analysis;
+
+static void _ckpt_analysis_free(const ckpt_allocator *al, _ckpt_analysis *an) {
+    _ckpt_free(al, an->bufs);
+    _ckpt_free(al, an->instr);
+    memset(an, 0, sizeof *an);
+}
+
+static int _ckpt_new_buf(_ckpt_analysis *an, uint64_t bytes, int k) {
+    _ckpt_buf *b = &an->bufs[an->n_bufs];
+    b->bytes = bytes; b->offset = 0; b->start = k; b->end = k;
+    return an->n_bufs++;
+}
+
+/* Returns CKPT_OK or CKPT_ERR_BAD_SCHEDULE (op index in *bad, reason in *why) or
+   CKPT_ERR_OUT_OF_HOST_MEMORY. an may ask for buffers (want_bufs) or only for time and peak. */
+static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops,
+                                 const ckpt_allocator *al, int want_bufs, _ckpt_analysis *an,
+                                 int *bad, const char **why) {
+    int *cur_x = NULL, *cur_t = NULL, *cur_g = NULL;
+    unsigned char *used = NULL;
+    int64_t *delta = NULL;
+    int *count = NULL;
+    int k, next_b = 0, fn_done = 0;
+    ckpt_result res = CKPT_OK;
+    memset(an, 0, sizeof *an);
+    an->fn_op = -1;
+    *bad = -1; *why = "";
+    cur_x = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
+    cur_t = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
+    cur_g = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
+    used = (unsigned char *)_ckpt_calloc(al, (size_t)n + 1, 1);
+    an->bufs = (_ckpt_buf *)_ckpt_calloc(al, (size_t)n_ops * 3 + 1, sizeof(_ckpt_buf));
+    an->instr = (_ckpt_instr *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(_ckpt_instr));
+    delta = (int64_t *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int64_t));
+    count = (int *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int));
+    if (!cur_x || !cur_t || !cur_g || !used || !an->bufs || !an->instr || !delta || !count) {
+        res = CKPT_ERR_OUT_OF_HOST_MEMORY;
+        goto done;
+    }
+    for (k = 0; k <= n; k++) cur_x[k] = cur_t[k] = cur_g[k] = -1;
+#define _CKPT_BAD(text) do { *bad = k; *why = (text); res = CKPT_ERR_BAD_SCHEDULE; goto done; } while (0)
+    for (k = 0; k < n_ops; k++) {
+        const ckpt_op *op = &ops[k];
+        int i = op->stage;
+        _ckpt_instr *in = &an->instr[k];
+        in->in = in->out = in->tape = in->ws = in->gout = in->gin = -1;
+        if (i < 1 || i > n) _CKPT_BAD("stage out of range 1..n");
+        if (op->kind == CKPT_OP_F) {
+            const ckpt_cost *s = &c[i - 1];
+            if (op->tape != 0 && op->tape != 1) _CKPT_BAD("F tape flag must be 0 or 1");
+            if (i == n && fn_done) _CKPT_BAD("F(n) runs more than once");
+            if (i == n && !op->tape) _CKPT_BAD("F(n) must keep its tape");
+            if (i >= 2) {
+                if (cur_x[i - 1] < 0) _CKPT_BAD("F(i) reads X[i-1], which is not live");
+                an->bufs[cur_x[i - 1]].end = k;
+                in->in = cur_x[i - 1];
+            }
+            if (s->flags & CKPT_STAGE_NO_CHECKPOINT) {
+                if (used[i - 1]) _CKPT_BAD("F(i) runs twice from one X[i-1], but stage i forbids a checkpoint at its input");
+                used[i - 1] = 1;
+            }
+            in->out = cur_x[i] = _ckpt_new_buf(an, s->a, k);
+            used[i] = 0;
+            if (op->tape) in->tape = cur_t[i] = _ckpt_new_buf(an, s->t, k);
+            else in->tape = _ckpt_new_buf(an, s->t, k);
+            in->ws = _ckpt_new_buf(an, s->wf, k);
+            if (i == n) { fn_done = 1; next_b = n; an->fn_op = k; cur_x[n] = -1; }
+        } else if (op->kind == CKPT_OP_B) {
+            const ckpt_cost *s = &c[i - 1];
+            if (!fn_done) _CKPT_BAD("B before F(n)");
+            if (i != next_b) _CKPT_BAD("B must run in order n, n-1, ..., 1, each once");
+            if (cur_t[i] < 0) _CKPT_BAD("B(i) needs T[i], which no F(i, tape) kept");
+            an->bufs[cur_t[i]].end = k; in->tape = cur_t[i]; cur_t[i] = -1;
+            if (i >= 2) {
+                if (cur_x[i - 1] < 0) _CKPT_BAD("B(i) needs X[i-1], which is not live");
+                an->bufs[cur_x[i - 1]].end = k; in->in = cur_x[i - 1]; cur_x[i - 1] = -1;
+                used[i - 1] = 0;
+            }
+            if (i < n) { an->bufs[cur_g[i]].end = k; in->gout = cur_g[i]; cur_g[i] = -1; }
+            if (i >= 2) in->gin = cur_g[i - 1] = _ckpt_new_buf(an, c[i - 2].a, k);
+            in->ws = _ckpt_new_buf(an, s->wb, k);
+            next_b--;
+        } else {
+            _CKPT_BAD("unknown op kind");
+        }
+        an->time += op->kind == CKPT_OP_F ? c[i - 1].f : c[i - 1].b;
+    }
+    k = n_ops;
+    if (!fn_done) _CKPT_BAD("the schedule never runs F(n)");
+    if (next_b != 0) _CKPT_BAD("the schedule does not run every B down to B(1)");
+#undef _CKPT_BAD
+    /* The first F(i) of the schedule is the first forward; every later one is a replay. */
+    {
+        unsigned char *seen = used;
+        memset(seen, 0, (size_t)n + 1);
+        for (k = 0; k < n_ops; k++)
+            if (ops[k].kind == CKPT_OP_F) {
+                an->instr[k].first = !seen[ops[k].stage];
+                seen[ops[k].stage] = 1;
+            }
+    }
+    {
+        int b;
+        int64_t live = 0;
+        int nlive = 0;
+        for (b = 0; b < an->n_bufs; b++) {
+            if (an->bufs[b].bytes == 0) continue;
+            delta[an->bufs[b].start] += (int64_t)an->bufs[b].bytes;
+            delta[an->bufs[b].end + 1] -= (int64_t)an->bufs[b].bytes;
+            count[an->bufs[b].start]++;
+            count[an->bufs[b].end + 1]--;
+        }
+        for (k = 0; k < n_ops; k++) {
+            live += delta[k];
+            nlive += count[k];
+            if ((uint64_t)live > an->peak) an->peak = (uint64_t)live;
+            if (nlive > an->max_live_bufs) an->max_live_bufs = nlive;
+        }
+    }
+done:
+    _ckpt_free(al, cur_x); _ckpt_free(al, cur_t); _ckpt_free(al, cur_g); _ckpt_free(al, used);
+    _ckpt_free(al, delta); _ckpt_free(al, count);
+    if (res != CKPT_OK || !want_bufs) {
+        double t = an->time; uint64_t p = an->peak; int f = an->fn_op, m = an->max_live_bufs;
+        _ckpt_analysis_free(al, an);
+        an->time = t; an->peak = p; an->fn_op = f; an->max_live_bufs = m;
+    }
+    return res;
+}
+
+CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops,
+                                            int n_ops, double *time, uint64_t *peak, int *bad_op) {
+    _ckpt_analysis an;
+    const char *why;
+    int bad;
+    ckpt_result r = _ckpt_check_costs(costs, n, NULL);
+    if (bad_op) *bad_op = -1;
+    if (r != CKPT_OK) return r;
+    if (!ops && n_ops > 0) return CKPT_ERR_NULL_ARGUMENT;
+    if (n_ops < 0) return CKPT_ERR_BAD_INDEX;
+    r = _ckpt_analyze(costs, n, ops, n_ops, NULL, 0, &an, &bad, &why);
+    if (bad_op) *bad_op = bad;
+    if (r != CKPT_OK) return r;
+    if (time) *time = an.time;
+    if (peak) *peak = an.peak;
+    return CKPT_OK;
+}
+
+/* >>planner: schedules from segments ------------------------------------------------------------
+   Store-all, every-k, sqrt and greedy all cut the chain into segments. A recomputed segment runs
+   forward without tapes (keeping only its input X[p-1]) and is recomputed with tapes just before
+   its backward; a stored segment keeps its tapes. The last segment is always stored. */
+typedef struct _ckpt_sched {
+    ckpt_op *ops;
+    int n_ops, cap;
+} _ckpt_sched;
+
+static int _ckpt_sched_push(const ckpt_allocator *al, _ckpt_sched *s, ckpt_op_kind kind, int stage, int tape) {
+    if (s->n_ops == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 64;
+        ckpt_op *o = (ckpt_op *)_ckpt_malloc(al, (size_t)cap * sizeof(ckpt_op));
+        if (!o) return 0;
+        if (s->n_ops) memcpy(o, s->ops, (size_t)s->n_ops * sizeof(ckpt_op));
+        _ckpt_free(al, s->ops);
+        s->ops = o; s->cap = cap;
+    }
+    s->ops[s->n_ops].kind = kind; s->ops[s->n_ops].stage = stage; s->ops[s->n_ops].tape = tape;
+    s->n_ops++;
+    return 1;
+}
+
+/* rec[i] (1-based stage) = 1 when stage i belongs to a recomputed segment; start[i] = 1 when a
+   segment starts at stage i (start[1] is implied). */
+static ckpt_result _ckpt_build_segments(const ckpt_allocator *al, int n, const unsigned char *start,
+                                        const unsigned char *rec, _ckpt_sched *out) {
+    int i, ok = 1;
+    out->n_ops = 0;
+    for (i = 1; i <= n && ok; i++) ok = _ckpt_sched_push(al, out, CKPT_OP_F, i, !rec[i]);
+    for (i = n; i >= 1 && ok;) {
+        int q = i, p = i;
+        while (p > 1 && !start[p] && rec[p - 1] == rec[q]) p--;
+        if (rec[q]) {
+            int j;
+            for (j = p; j <= q && ok; j++) ok = _ckpt_sched_push(al, out, CKPT_OP_F, j, 1);
+        }
+        for (; i >= p && ok; i--) ok = _ckpt_sched_push(al, out, CKPT_OP_B, i, 0);
+    }
+    return ok ? CKPT_OK : CKPT_ERR_OUT_OF_HOST_MEMORY;
+}
+
+/* Recomputed segments may not start at a stage that forbids a checkpoint at its input: such a
+   segment merges into the one before it (or, at stage 1, becomes stored). */
+static void _ckpt_fix_segments(const ckpt_cost *c, int n, unsigned char *start, unsigned char *rec) {
+    int i;
+    for (i = n; i >= 1; i--) {
+        if (!rec[i] || !(i == 1 || start[i] || !rec[i - 1])) continue;
+        if (!(c[i - 1].flags & CKPT_STAGE_NO_CHECKPOINT)) continue;
+        if (i == 1) {
+            int j;
+            for (j = 1; j <= n && rec[j] && (j == 1 || !start[j]); j++) rec[j] = 0;
+        } else {
+            start[i] = 0;     /* the segment now starts earlier: at the previous segment's */
+            rec[i - 1] = 1;   /* start if that one is recomputed, else at stage i-1 */
+        }
+    }
+}
+
+/* Every-k: segments of k stages, all recomputed but the last. */
+static ckpt_result _ckpt_every_k_sched(const ckpt_allocator *al, const ckpt_cost *c, int n, int k,
+                                       _ckpt_sched *out) {
+    unsigned char *start = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
+    unsigned char *rec = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
+    ckpt_result r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+    int i, last;
+    if (start && rec) {
+        last = k >= n ? 1 : ((n - 1) / k) * k + 1;   /* first stage of the last segment */
+        for (i = 1; i <= n; i++) { start[i] = ((i - 1) % k) == 0; rec[i] = i < last; }
+        _ckpt_fix_segments(c, n, start, rec);
+        r = _ckpt_build_segments(al, n, start, rec, out);
+    }
+    _ckpt_free(al, start); _ckpt_free(al, rec);
+    return r;
+}
+
+/* sqrt: m = round(sqrt(n)) segments with evenly spaced starts. */
+static ckpt_result _ckpt_sqrt_sched(const ckpt_allocator *al, const ckpt_cost *c, int n, _ckpt_sched *out) {
+    unsigned char *start = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
+    unsigned char *rec = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
+    ckpt_result r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+    int i, j, m = (int)floor(sqrt((double)n) + 0.5), last = 1;
+    if (start && rec) {
+        if (m < 1) m = 1;
+        for (j = 0; j < m; j++) {
+            int s = (int)(((int64_t)j * n) / m) + 1;
+            start[s] = 1;
+            last = s;
+        }
+        for (i = 1; i <= n; i++) rec[i] = i < last;
+        _ckpt_fix_segments(c, n, start, rec);
+        r = _ckpt_build_segments(al, n, start, rec, out);
+    }
+    _ckpt_free(al, start); _ckpt_free(al, rec);
+    return r;
+}
+
+/* >>planner: greedy (the seed's Capuchin rule) --------------------------------------------------
+   Starting from store-all, repeatedly turn the stage that saves the most peak bytes per second of
+   added recomputation into a recomputed one (runs of recomputed stages share one checkpoint at
+   their input), until the plan fits. The trajectory does not depend on the budget, so the
+   smallest budget that works is the smallest peak along it. */
+typedef struct _ckpt_eval { double time; uint64_t peak; } _ckpt_eval;
+
+static ckpt_result _ckpt_eval_sched(const ckpt_cost *c, int n, const _ckpt_sched *s, _ckpt_eval *e) {
+    _ckpt_analysis an;
+    const char *why;
+    int bad;
+    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, NULL, 0, &an, &bad, &why);
+    e->time = an.time; e->peak = an.peak;
+    CKPT_ASSERT(r != CKPT_ERR_BAD_SCHEDULE);
+    return r;
+}
+
+static int _ckpt_run_start_ok(const ckpt_cost *c, const unsigned char *rec, int i) {
+    int p = i;
+    while (p > 1 && rec[p - 1]) p--;
+    return !(c[p - 1].flags & CKPT_STAGE_NO_CHECKPOINT);
+}
+
+/* Fills *out with the first plan on the trajectory that fits budget; *min_peak gets the smallest
+   peak on the trajectory. CKPT_ERR_INFEASIBLE when none fits. */
+static ckpt_result _ckpt_greedy_sched(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
+                                      _ckpt_sched *out, uint64_t *min_peak) {
+    unsigned char *start = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
+    unsigned char *rec = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
+    unsigned char *best_rec = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
+    _ckpt_sched tmp = {NULL, 0, 0};
+    _ckpt_eval cur, e;
+    ckpt_result r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+    int found = 0, i;
+    if (!start || !rec || !best_rec) goto done;
+    if ((r = _ckpt_build_segments(al, n, start, rec, &tmp)) != CKPT_OK) goto done;
+    if ((r = _ckpt_eval_sched(c, n, &tmp, &cur)) != CKPT_OK) goto done;
+    *min_peak = cur.peak;
+    for (;;) {
+        int best = -1;
+        double best_score = -1.0;
+        uint64_t best_peak = 0;
+        if (!found && cur.peak <= budget) { found = 1; memcpy(best_rec, rec, (size_t)n + 2); }
+        for (i = 1; i < n; i++) {
+            double dt, score;
+            if (rec[i]) continue;
+            rec[i] = 1;
+            if (_ckpt_run_start_ok(c, rec, i)) {
+                if ((r = _ckpt_build_segments(al, n, start, rec, &tmp)) != CKPT_OK ||
+                    (r = _ckpt_eval_sched(c, n, &tmp, &e)) != CKPT_OK) { rec[i] = 0; goto done; }
+                dt = e.time - cur.time;
+                /* bytes saved per unit of added time; a free recomputation scores highest */
+                score = e.peak < cur.peak ? (double)(cur.peak - e.peak) / (dt > 0 ? dt : 1e-300) : 0.0;
+                if (score > best_score || (score == best_score && e.peak < best_peak)) {
+                    best = i; best_score = score; best_peak = e.peak;
+                }
+            }
+            rec[i] = 0;
+        }
+        if (best < 0) break;
+        rec[best] = 1;
+        if ((r = _ckpt_build_segments(al, n, start, rec, &tmp)) != CKPT_OK) goto done;
+        if ((r = _ckpt_eval_sched(c, n, &tmp, &cur)) != CKPT_OK) goto done;
+        if (cur.peak < *min_peak) *min_peak = cur.peak;
+    }
+    r = found ? _ckpt_build_segments(al, n, start, best_rec, out) : CKPT_ERR_INFEASIBLE;
+done:
+    _ckpt_free(al, tmp.ops);
+    _ckpt_free(al, start); _ckpt_free(al, rec); _ckpt_free(al, best_rec);
+    return r;
+}
+
+/* >>planner: exact search over all schedules (short chains) -------------------------------------
+   Dijkstra over states (phase, live X set, live T set, used-checkpoint bits). Phase 0 is the
+   forward phase; phase k >= 1 means the next backward is B(k) and G[k] is live. After each F the
+   search may drop X[i-1] or X[i] (a buffer is dropped right after its last read); B frees what
+   the model says. Labels are (time, peak) lexicographic, or (peak, time) to find the smallest
+   feasible budget; both extend monotonically, so Dijkstra is exact. */
+typedef struct _ckpt_xs {
+    const ckpt_cost *c;
+    int n, nu;
+    int fb_bit[CKPT_EXACT_SEARCH_MAX_STAGES + 1];   /* boundary j -> U bit, or -1 */
+    int64_t off[CKPT_EXACT_SEARCH_MAX_STAGES + 3];  /* first base index of each phase */
+    int64_t n_states;
+    double *time;
+    uint64_t *peak;
+    int32_t *parent;
+    uint16_t *op;       /* kind | stage << 1 | tape << 6 */
+    unsigned char *done;
+    struct _ckpt_heap_e { double k1; uint64_t k2; int64_t s; } *heap;
+    int64_t heap_n, heap_cap;
+    int by_peak;
+} _ckpt_xs;
+
+static int _ckpt_xs_less(const _ckpt_xs *x, const struct _ckpt_heap_e *a, const struct _ckpt_heap_e *b) {
+    _CKPT_UNUSED(x);
+    if (a->k1 != b->k1) return a->k1 < b->k1;
+    return a->k2 < b->k2;
+}
+static int _ckpt_xs_push(const ckpt_allocator *al, _ckpt_xs *x, double t, uint64_t p, int64_t s) {
+    struct _ckpt_heap_e e;
+    int64_t i;
+    if (x->heap_n == x->heap_cap) {
+        int64_t cap = x->heap_cap ? x->heap_cap * 2 : 4096;
+        struct _ckpt_heap_e *h = (struct _ckpt_heap_e *)_ckpt_malloc(al, (size_t)cap * sizeof *h);
+        if (!h) return 0;
+        if (x->heap_n) memcpy(h, x->heap, (size_t)x->heap_n * sizeof *h);
+        _ckpt_free(al, x->heap);
+        x->heap = h; x->heap_cap = cap;
+    }
+    /* key (time, peak), or (peak, time) with the time as its bits: for doubles >= 0 the bit
+       patterns order like the values. Peaks stay below 2^58, so a double holds them exactly. */
+    e.k1 = x->by_peak ? (double)p : t;
+    e.k2 = p;
+    if (x->by_peak) memcpy(&e.k2, &t, sizeof t);
+    e.s = s;
+    i = x->heap_n++;
+    while (i > 0 && _ckpt_xs_less(x, &e, &x->heap[(i - 1) / 2])) { x->heap[i] = x->heap[(i - 1) / 2]; i = (i - 1) / 2; }
+    x->heap[i] = e;
+    return 1;
+}
+static struct _ckpt_heap_e _ckpt_xs_pop(_ckpt_xs *x) {
+    struct _ckpt_heap_e top = x->heap[0], last = x->heap[--x->heap_n];
+    int64_t i = 0;
+    for (;;) {
+        int64_t l = 2 * i + 1, m;
+        if (l >= x->heap_n) break;
+        m = (l + 1 < x->heap_n && _ckpt_xs_less(x, &x->heap[l + 1], &x->heap[l])) ? l + 1 : l;
+        if (!_ckpt_xs_less(x, &x->heap[m], &last)) break;
+        x->heap[i] = x->heap[m]; i = m;
+    }
+    if (x->heap_n) x->heap[i] = last;
+    return top;
+}
+
+/* State <-> (phase, X bits, T bits, U bits). X bit j-1 is X[j]; T bit i-1 is T[i]. */
+static int64_t _ckpt_xs_encode(const _ckpt_xs *x, int ph, uint32_t X, uint32_t T, uint32_t U) {
+    int xb = ph == 0 ? x->n - 1 : ph - 1;
+    int64_t base = ph > x->n ? x->off[ph] : x->off[ph] + (int64_t)(X | (T << xb));
+    return (base << x->nu) | U;
+}
+static void _ckpt_xs_decode(const _ckpt_xs *x, int64_t s, int *ph, uint32_t *X, uint32_t *T, uint32_t *U) {
+    int64_t base = s >> x->nu;
+    int p = 0, xb;
+    *U = (uint32_t)(s & (((int64_t)1 << x->nu) - 1));
+    while (p + 1 <= x->n + 1 && x->off[p + 1] <= base) p++;
+    *ph = p;
+    if (p > x->n) { *X = *T = 0; return; }
+    xb = p == 0 ? x->n - 1 : p - 1;
+    base -= x->off[p];
+    *X = (uint32_t)(base & (((int64_t)1 << xb) - 1));
+    *T = (uint32_t)(base >> xb);
+}
+
+static uint64_t _ckpt_xs_live(const _ckpt_xs *x, int ph, uint32_t X, uint32_t T) {
+    uint64_t L = 0;
+    int j;
+    for (j = 1; j <= x->n; j++) {
+        if (X & (1u << (j - 1))) L += x->c[j - 1].a;
+        if (T & (1u << (j - 1))) L += x->c[j - 1].t;
+    }
+    if (ph >= 1 && ph < x->n) L += x->c[ph - 1].a;   /* G[k] */
+    return L;
+}
+
+static int _ckpt_xs_relax(const ckpt_allocator *al, _ckpt_xs *x, int64_t from, int64_t to, double t,
+                          uint64_t p, uint16_t op) {
+    int better;
+    if (x->done[to]) return 1;
+    if (x->by_peak) better = p < x->peak[to] || (p == x->peak[to] && t < x->time[to]);
+    else better = t < x->time[to] || (t == x->time[to] && p < x->peak[to]);
+    if (!better) return 1;
+    x->time[to] = t; x->peak[to] = p; x->parent[to] = (int32_t)from; x->op[to] = op;
+    return _ckpt_xs_push(al, x, t, p, to);
+}
+
+/* Expands F(i, tape) from a state, with every drop choice. */
+static int _ckpt_xs_forward(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, int ph, uint32_t X,
+                            uint32_t T, uint32_t U, uint64_t L, uint64_t budget, int i, int tape) {
+    const ckpt_cost *c = x->c;
+    int n = x->n, ub_in = x->fb_bit[i - 1], ub_out = i < n ? x->fb_bit[i] : -1, d;
+    uint64_t opk = L + c[i - 1].a + c[i - 1].t + c[i - 1].wf;
+    uint64_t pk = opk > x->peak[s] ? opk : x->peak[s];
+    double t = x->time[s] + c[i - 1].f;
+    uint16_t code = (uint16_t)(CKPT_OP_F | (i << 1) | (tape << 6));
+    if (i >= 2 && !(X & (1u << (i - 2)))) return 1;
+    if (tape && (T & (1u << (i - 1)))) return 1;
+    if (ub_in >= 0 && (U & (1u << ub_in))) return 1;
+    if (opk > budget) return 1;
+    if (i == n) {   /* F(n): enter the backward phase; X[n-1] must stay for B(n) */
+        uint32_t U2 = ub_in >= 0 ? (U | (1u << ub_in)) : U;
+        return _ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, n, X, T | (1u << (n - 1)), U2), t, pk, code);
+    }
+    if ((ph == 0 || i < ph) && (X & (1u << (i - 1)))) return 1;    /* X[i] already live */
+    for (d = 0; d < 4; d++) {
+        int drop_in = d & 1, drop_out = (d >> 1) & 1;
+        uint32_t X2 = X, T2 = T, U2 = U;
+        if (drop_in && i < 2) continue;
+        if (ph >= 1 && i == ph) { if (drop_out) continue; drop_out = 1; }   /* X[k] is never needed */
+        if (ph == 0 && drop_out && !tape) continue;                         /* would do nothing */
+        if (ub_in >= 0) U2 |= 1u << ub_in;
+        if (ub_out >= 0) U2 &= ~(1u << ub_out);
+        if (drop_in) { X2 &= ~(1u << (i - 2)); if (ub_in >= 0 && i >= 2) U2 &= ~(1u << ub_in); }
+        if (!drop_out) X2 |= 1u << (i - 1);
+        if (tape) T2 |= 1u << (i - 1);
+        if (!_ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, ph, X2, T2, U2), t, pk, code)) return 0;
+    }
+    return 1;
+}
+
+static int _ckpt_xs_expand(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, uint64_t budget) {
+    const ckpt_cost *c = x->c;
+    int ph, i, n = x->n;
+    uint32_t X, T, U;
+    uint64_t L;
+    _ckpt_xs_decode(x, s, &ph, &X, &T, &U);
+    if (ph > n) return 1;
+    L = _ckpt_xs_live(x, ph, X, T);
+    if (ph == 0) {
+        for (i = 1; i <= n; i++) {
+            if (!_ckpt_xs_forward(al, x, s, ph, X, T, U, L, budget, i, 1)) return 0;
+            if (i < n && !_ckpt_xs_forward(al, x, s, ph, X, T, U, L, budget, i, 0)) return 0;
+        }
+        return 1;
+    }
+    /* B(k) */
+    {
+        int k = ph;
+        uint64_t opk = L + (k >= 2 ? c[k - 2].a : 0) + c[k - 1].wb;
+        if ((T & (1u << (k - 1))) && (k < 2 || (X & (1u << (k - 2)))) && opk <= budget) {
+            uint64_t pk = opk > x->peak[s] ? opk : x->peak[s];
+            uint32_t U2 = U;
+            int64_t to;
+            if (k >= 2 && x->fb_bit[k - 1] >= 0) U2 &= ~(1u << x->fb_bit[k - 1]);
+            to = k == 1 ? _ckpt_xs_encode(x, n + 1, 0, 0, U2)
+                        : _ckpt_xs_encode(x, k - 1, X & ~(1u << (k - 2)), T & ~(1u << (k - 1)), U2);
+            if (!_ckpt_xs_relax(al, x, s, to, x->time[s] + c[k - 1].b, pk, (uint16_t)(CKPT_OP_B | (k << 1))))
+                return 0;
+        }
+        for (i = 1; i <= k; i++) {
+            if (!_ckpt_xs_forward(al, x, s, ph, X, T, U, L, budget, i, 1)) return 0;
+            if (i < k && !_ckpt_xs_forward(al, x, s, ph, X, T, U, L, budget, i, 0)) return 0;
+        }
+    }
+    return 1;
+}
+
+/* Size of the state space, or -1 when it is too large to search. */
+static int64_t _ckpt_xs_size(const ckpt_cost *c, int n) {
+    int j, nu = 0;
+    int64_t base;
+    if (n > CKPT_EXACT_SEARCH_MAX_STAGES || n > 12) return -1;
+    for (j = 0; j < n; j++) nu += (c[j].flags & CKPT_STAGE_NO_CHECKPOINT) ? 1 : 0;
+    base = ((int64_t)1 << (2 * (n - 1)));
+    for (j = 1; j <= n; j++) base += (int64_t)1 << (2 * j - 1);
+    base += 1;
+    base <<= nu;
+    return base > ((int64_t)1 << 21) ? -1 : base;
+}
+
+/* by_peak = 0: minimum time under budget; 1: minimum peak (budget ignored). */
+static ckpt_result _ckpt_exact_search(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
+                                      int by_peak, _ckpt_sched *out, uint64_t *peak_out) {
+    _ckpt_xs x;
+    int64_t s, goal;
+    int j, nu = 0;
+    ckpt_result r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+    memset(&x, 0, sizeof x);
+    x.c = c; x.n = n; x.by_peak = by_peak;
+    for (j = 0; j < n; j++) x.fb_bit[j] = (c[j].flags & CKPT_STAGE_NO_CHECKPOINT) ? nu++ : -1;
+    x.nu = nu;
+    x.off[0] = 0;
+    x.off[1] = (int64_t)1 << (2 * (n - 1));
+    for (j = 1; j <= n; j++) x.off[j + 1] = x.off[j] + ((int64_t)1 << (2 * j - 1));
+    x.off[n + 2] = x.off[n + 1] + 1;
+    x.n_states = x.off[n + 2] << nu;
+    if (by_peak) budget = UINT64_MAX;
+    x.time = (double *)_ckpt_malloc(al, (size_t)x.n_states * sizeof(double));
+    x.peak = (uint64_t *)_ckpt_malloc(al, (size_t)x.n_states * sizeof(uint64_t));
+    x.parent = (int32_t *)_ckpt_malloc(al, (size_t)x.n_states * sizeof(int32_t));
+    x.op = (uint16_t *)_ckpt_malloc(al, (size_t)x.n_states * sizeof(uint16_t));
+    x.done = (unsigned char *)_ckpt_calloc(al, (size_t)x.n_states, 1);
+    if (!x.time || !x.peak || !x.parent || !x.op || !x.done) goto done;
+    for (s = 0; s < x.n_states; s++) { x.time[s] = DBL_MAX; x.peak[s] = UINT64_MAX; }
+    x.time[0] = 0; x.peak[0] = 0; x.parent[0] = -1;
+    if (!_ckpt_xs_push(al, &x, 0, 0, 0)) goto done;
+    r = CKPT_ERR_INFEASIBLE;
+    while (x.heap_n) {
+        struct _ckpt_heap_e e = _ckpt_xs_pop(&x);
+        if (x.done[e.s]) continue;
+        x.done[e.s] = 1;
+        if ((e.s >> nu) == x.off[n + 1]) { r = CKPT_OK; goal = e.s; break; }
+        if (!_ckpt_xs_expand(al, &x, e.s, budget)) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; break; }
+    }
+    if (r == CKPT_OK) {
+        int len = 0;
+        for (s = goal; x.parent[s] >= 0; s = x.parent[s]) len++;
+        out->n_ops = 0;
+        for (j = 0; j < len; j++)
+            if (!_ckpt_sched_push(al, out, CKPT_OP_F, 1, 0)) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
+        for (s = goal, j = len - 1; x.parent[s] >= 0; s = x.parent[s], j--) {
+            out->ops[j].kind = (ckpt_op_kind)(x.op[s] & 1);
+            out->ops[j].stage = (x.op[s] >> 1) & 31;
+            out->ops[j].tape = (x.op[s] >> 6) & 1;
+        }
+        if (peak_out) *peak_out = x.peak[goal];
+    }
+done:
+    _ckpt_free(al, x.time); _ckpt_free(al, x.peak); _ckpt_free(al, x.parent);
+    _ckpt_free(al, x.op); _ckpt_free(al, x.done); _ckpt_free(al, x.heap);
+    return r;
+}
+
+/* >>planner: persistent dynamic program (long chains) -------------------------------------------
+   Seg(s,t): X[s-1] and G[t] are live (G[n] is not counted); process stages s..t forward and
+   backward, ending with G[s-1]. Its peak counts X[s-1] (s >= 2), G[t] (t < n) and everything
+   inside. Options, as in rotor's persistent class:
+     (a) s == t: F(s,1), B(s).
+     (b) F(s,1) keeping X[s] and T[s]; Seg(s+1,t); B(s).
+     (c) F(s..j,0), keeping X[j]; Seg(j+1,t); Seg(s,j)  (X[s-1] is a checkpoint: needs stage s
+         to allow one).
+   Instead of a table indexed by memory units, each Seg(s,t) keeps its Pareto frontier of
+   (time, peak) points under the budget, so the program is exact in bytes. If the frontiers grow
+   past a cap, sizes are rounded up to a coarser unit (never exceeding the budget). */
+typedef struct _ckpt_fp { double t; uint64_t p; } _ckpt_fp;
+
+typedef struct _ckpt_dp {
+    const ckpt_cost *c;
+    const ckpt_allocator *al;
+    int n;
+    uint64_t budget, unit;
+    uint64_t *A, *T, *WF, *WB;      /* rounded sizes, 1-based; A[0] = 0 */
+    double *pf;                     /* pf[i] = f_1 + ... + f_i */
+    uint64_t *sweep;                /* sweep[s*(n+1)+j]: peak of F(s..j,0) without G[t] */
+    uint64_t *minp;                 /* min peak of Seg(s,t) */
+    int64_t *fs;                    /* frontier start in pool, per (s,t) */
+    int32_t *fl;                    /* frontier length */
+    _ckpt_fp *pool, *cand;
+    int64_t pool_n, pool_cap, cand_n, cand_cap, pool_limit;
+} _ckpt_dp;
+
+#define _CKPT_IDX(dp, s, t) ((size_t)(s) * (size_t)((dp)->n + 1) + (size_t)(t))
+
+static uint64_t _ckpt_dp_x(const _ckpt_dp *d, int s) { return s >= 2 ? d->A[s - 1] : 0; }
+static uint64_t _ckpt_dp_g(const _ckpt_dp *d, int t) { return t < d->n ? d->A[t] : 0; }
+static uint64_t _ckpt_max3(uint64_t a, uint64_t b, uint64_t c) { uint64_t m = a > b ? a : b; return m > c ? m : c; }
+
+static int _ckpt_dp_add(_ckpt_dp *d, double t, uint64_t p) {
+    if (p > d->budget) return 1;
+    if (d->cand_n == d->cand_cap) {
+        int64_t cap = d->cand_cap ? d->cand_cap * 2 : 1024;
+        _ckpt_fp *c2 = (_ckpt_fp *)_ckpt_malloc(d->al, (size_t)cap * sizeof *c2);
+        if (!c2) return 0;
+        if (d->cand_n) memcpy(c2, d->cand, (size_t)d->cand_n * sizeof *c2);
+        _ckpt_free(d->al, d->cand);
+        d->cand = c2; d->cand_cap = cap;
+    }
+    d->cand[d->cand_n].t = t; d->cand[d->cand_n].p = p; d->cand_n++;
+    return 1;
+}
+
+static int _ckpt_fp_cmp(const void *a, const void *b) {
+    const _ckpt_fp *x = (const _ckpt_fp *)a, *y = (const _ckpt_fp *)b;
+    if (x->p != y->p) return x->p < y->p ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return 0;
+}
+
+/* Keeps the Pareto-optimal candidates (peak ascending, time strictly descending) in the pool. */
+static ckpt_result _ckpt_dp_commit(_ckpt_dp *d, int s, int t) {
+    int64_t i, start = d->pool_n;
+    double last = DBL_MAX;
+    if (d->cand_n > 1) qsort(d->cand, (size_t)d->cand_n, sizeof *d->cand, _ckpt_fp_cmp);
+    for (i = 0; i < d->cand_n; i++) {
+        if (!(d->cand[i].t < last)) continue;
+        last = d->cand[i].t;
+        if (d->pool_n == d->pool_cap) {
+            int64_t cap = d->pool_cap ? d->pool_cap * 2 : 4096;
+            _ckpt_fp *p2;
+            if (d->pool_n >= d->pool_limit) return CKPT_ERR_TOO_COMPLEX;
+            p2 = (_ckpt_fp *)_ckpt_malloc(d->al, (size_t)cap * sizeof *p2);
+            if (!p2) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+            if (d->pool_n) memcpy(p2, d->pool, (size_t)d->pool_n * sizeof *p2);
+            _ckpt_free(d->al, d->pool);
+            d->pool = p2; d->pool_cap = cap;
+        }
+        d->pool[d->pool_n++] = d->cand[i];
+    }
+    d->fs[_CKPT_IDX(d, s, t)] = start;
+    d->fl[_CKPT_IDX(d, s, t)] = (int32_t)(d->pool_n - start);
+    d->cand_n = 0;
+    return CKPT_OK;
+}
+
+/* Option (c) for one split: the pointwise sum of two step functions above the sweep's peak. */
+static int _ckpt_dp_merge(_ckpt_dp *d, double sumf, uint64_t sw, uint64_t x, const _ckpt_fp *f1, int n1,
+                          const _ckpt_fp *f2, int n2) {
+    int i1 = 0, i2 = 0;
+    uint64_t L;
+    if (!n1 || !n2) return 1;
+    L = _ckpt_max3(sw, f1[0].p + x, f2[0].p);
+    while (L <= d->budget) {
+        uint64_t nl = UINT64_MAX;
+        while (i1 + 1 < n1 && f1[i1 + 1].p + x <= L) i1++;
+        while (i2 + 1 < n2 && f2[i2 + 1].p <= L) i2++;
+        if (!_ckpt_dp_add(d, (sumf + f1[i1].t) + f2[i2].t, L)) return 0;
+        if (i1 + 1 < n1) nl = f1[i1 + 1].p + x;
+        if (i2 + 1 < n2 && f2[i2 + 1].p < nl) nl = f2[i2 + 1].p;
+        if (nl == UINT64_MAX) break;
+        L = nl;
+    }
+    return 1;
+}
+
+static uint64_t _ckpt_dp_c1(const _ckpt_dp *d, int s, int t) {
+    return _ckpt_dp_x(d, s) + _ckpt_dp_g(d, t) + d->A[s] + d->T[s] + d->WF[s];
+}
+static uint64_t _ckpt_dp_c3(const _ckpt_dp *d, int s) {   /* B(s) after the rest is done */
+    return _ckpt_dp_x(d, s) + d->T[s] + d->A[s] + _ckpt_dp_x(d, s) + d->WB[s];
+}
+static uint64_t _ckpt_dp_single(const _ckpt_dp *d, int s) {
+    uint64_t x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, s), a = _ckpt_dp_c1(d, s, s);
+    uint64_t b = x + g + d->T[s] + x + d->WB[s];
+    return a > b ? a : b;
+}
+static int _ckpt_dp_ckpt_ok(const _ckpt_dp *d, int s) { return !(d->c[s - 1].flags & CKPT_STAGE_NO_CHECKPOINT); }
+
+static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const ckpt_cost *c, int n,
+                                  uint64_t budget, uint64_t unit) {
+    int s, j;
+    size_t nn = (size_t)(n + 2) * (size_t)(n + 1);
+    memset(d, 0, sizeof *d);
+    d->c = c; d->al = al; d->n = n; d->budget = budget; d->unit = unit;
+    d->pool_limit = (int64_t)1 << 22;
+    d->A = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
+    d->T = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
+    d->WF = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
+    d->WB = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
+    d->pf = (double *)_ckpt_calloc(al, (size_t)n + 1, sizeof(double));
+    d->sweep = (uint64_t *)_ckpt_calloc(al, nn, sizeof(uint64_t));
+    d->minp = (uint64_t *)_ckpt_calloc(al, nn, sizeof(uint64_t));
+    d->fs = (int64_t *)_ckpt_calloc(al, nn, sizeof(int64_t));
+    d->fl = (int32_t *)_ckpt_calloc(al, nn, sizeof(int32_t));
+    if (!d->A || !d->T || !d->WF || !d->WB || !d->pf || !d->sweep || !d->minp || !d->fs || !d->fl)
+        return CKPT_ERR_OUT_OF_HOST_MEMORY;
+#define _CKPT_ROUND(v) (((v) + unit - 1) / unit * unit)
+    for (s = 1; s <= n; s++) {
+        d->A[s] = _CKPT_ROUND(c[s - 1].a); d->T[s] = _CKPT_ROUND(c[s - 1].t);
+        d->WF[s] = _CKPT_ROUND(c[s - 1].wf); d->WB[s] = _CKPT_ROUND(c[s - 1].wb);
+        d->pf[s] = d->pf[s - 1] + c[s - 1].f;
+    }
+#undef _CKPT_ROUND
+    for (s = 1; s <= n; s++) {
+        uint64_t m = 0;
+        for (j = s; j <= n; j++) {
+            uint64_t v = _ckpt_dp_x(d, s) + (j > s ? d->A[j - 1] : 0) + d->A[j] + d->T[j] + d->WF[j];
+            if (v > m) m = v;
+            d->sweep[_CKPT_IDX(d, s, j)] = m;
+        }
+    }
+    return CKPT_OK;
+}
+
+static void _ckpt_dp_free(_ckpt_dp *d) {
+    const ckpt_allocator *al = d->al;
+    _ckpt_free(al, d->A); _ckpt_free(al, d->T); _ckpt_free(al, d->WF); _ckpt_free(al, d->WB);
+    _ckpt_free(al, d->pf); _ckpt_free(al, d->sweep); _ckpt_free(al, d->minp);
+    _ckpt_free(al, d->fs); _ckpt_free(al, d->fl); _ckpt_free(al, d->pool); _ckpt_free(al, d->cand);
+}
+
+/* The smallest peak of any persistent schedule: the same options with max/min instead of frontiers. */
+static void _ckpt_dp_minpeak(_ckpt_dp *d) {
+    int n = d->n, len, s, j;
+    for (len = 0; len < n; len++)
+        for (s = 1; s + len <= n; s++) {
+            int t = s + len;
+            uint64_t x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t), best;
+            if (len == 0) { d->minp[_CKPT_IDX(d, s, t)] = _ckpt_dp_single(d, s); continue; }
+            best = _ckpt_max3(_ckpt_dp_c1(d, s, t), x + d->T[s] + d->minp[_CKPT_IDX(d, s + 1, t)], _ckpt_dp_c3(d, s));
+            if (_ckpt_dp_ckpt_ok(d, s))
+                for (j = s; j < t; j++) {
+                    uint64_t v = _ckpt_max3(d->sweep[_CKPT_IDX(d, s, j)] + g, x + d->minp[_CKPT_IDX(d, j + 1, t)],
+                                            d->minp[_CKPT_IDX(d, s, j)]);
+                    if (v < best) best = v;
+                }
+            d->minp[_CKPT_IDX(d, s, t)] = best;
+        }
+}
+
+static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d) {
+    int n = d->n, len, s, j;
+    ckpt_result r;
+    for (len = 0; len < n; len++)
+        for (s = 1; s + len <= n; s++) {
+            int t = s + len;
+            const ckpt_cost *cs = &d->c[s - 1];
+            uint64_t x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t);
+            if (d->minp[_CKPT_IDX(d, s, t)] > d->budget) { d->fs[_CKPT_IDX(d, s, t)] = d->pool_n; d->fl[_CKPT_IDX(d, s, t)] = 0; continue; }
+            if (len == 0) {
+                if (!_ckpt_dp_add(d, cs->f + cs->b, _ckpt_dp_single(d, s))) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+            } else {
+                uint64_t c1 = _ckpt_dp_c1(d, s, t), c3 = _ckpt_dp_c3(d, s);
+                const _ckpt_fp *f = d->pool + d->fs[_CKPT_IDX(d, s + 1, t)];
+                int k, nf = d->fl[_CKPT_IDX(d, s + 1, t)];
+                for (k = 0; k < nf; k++)
+                    if (!_ckpt_dp_add(d, cs->f + cs->b + f[k].t, _ckpt_max3(c1, x + d->T[s] + f[k].p, c3)))
+                        return CKPT_ERR_OUT_OF_HOST_MEMORY;
+                if (_ckpt_dp_ckpt_ok(d, s))
+                    for (j = s; j < t; j++) {
+                        uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)] + g;
+                        if (sw > d->budget) break;
+                        if (!_ckpt_dp_merge(d, d->pf[j] - d->pf[s - 1], sw, x,
+                                            d->pool + d->fs[_CKPT_IDX(d, j + 1, t)], d->fl[_CKPT_IDX(d, j + 1, t)],
+                                            d->pool + d->fs[_CKPT_IDX(d, s, j)], d->fl[_CKPT_IDX(d, s, j)]))
+                            return CKPT_ERR_OUT_OF_HOST_MEMORY;
+                    }
+            }
+            if ((r = _ckpt_dp_commit(d, s, t)) != CKPT_OK) return r;
+        }
+    return CKPT_OK;
+}
+
+/* Minimum time of Seg(s,t) with peak <= L (DBL_MAX if none). */
+static double _ckpt_dp_best(const _ckpt_dp *d, int s, int t, uint64_t L) {
+    const _ckpt_fp *f = d->pool + d->fs[_CKPT_IDX(d, s, t)];
+    int lo = 0, hi = d->fl[_CKPT_IDX(d, s, t)];
+    while (lo < hi) { int m = (lo + hi) / 2; if (f[m].p <= L) lo = m + 1; else hi = m; }
+    return lo == 0 ? DBL_MAX : f[lo - 1].t;
+}
+
+static int _ckpt_dp_emit(_ckpt_dp *d, int s, int t, uint64_t L, _ckpt_sched *out) {
+    const ckpt_allocator *al = d->al;
+    const ckpt_cost *cs = &d->c[s - 1];
+    uint64_t x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t);
+    double best = DBL_MAX;
+    int choice = -2, j, k;
+    if (s == t) return _ckpt_sched_push(al, out, CKPT_OP_F, s, 1) && _ckpt_sched_push(al, out, CKPT_OP_B, s, 0);
+    if (_ckpt_dp_c1(d, s, t) <= L && _ckpt_dp_c3(d, s) <= L && L >= x + d->T[s]) {
+        double b = _ckpt_dp_best(d, s + 1, t, L - x - d->T[s]);
+        if (b != DBL_MAX) { best = cs->f + cs->b + b; choice = -1; }
+    }
+    if (_ckpt_dp_ckpt_ok(d, s) && L >= x)
+        for (j = s; j < t; j++) {
+            double t1, t2, v;
+            if (d->sweep[_CKPT_IDX(d, s, j)] + g > L) break;
+            t1 = _ckpt_dp_best(d, j + 1, t, L - x);
+            t2 = _ckpt_dp_best(d, s, j, L);
+            if (t1 == DBL_MAX || t2 == DBL_MAX) continue;
+            v = ((d->pf[j] - d->pf[s - 1]) + t1) + t2;
+            if (v < best) { best = v; choice = j; }
+        }
+    CKPT_ASSERT(choice != -2);
+    if (choice == -1)
+        return _ckpt_sched_push(al, out, CKPT_OP_F, s, 1) && _ckpt_dp_emit(d, s + 1, t, L - x - d->T[s], out) &&
+               _ckpt_sched_push(al, out, CKPT_OP_B, s, 0);
+    for (k = s; k <= choice; k++)
+        if (!_ckpt_sched_push(al, out, CKPT_OP_F, k, 0)) return 0;
+    return _ckpt_dp_emit(d, choice + 1, t, L - x, out) && _ckpt_dp_emit(d, s, choice, L, out);
+}
+
+/* Persistent optimum under budget. *min_peak: the smallest budget any persistent schedule needs
+   (in the unit used). *unit_out: the unit the program was exact in. */
+static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
+                                    _ckpt_sched *out, uint64_t *min_peak, uint64_t *unit_out) {
+    uint64_t unit = 1;
+    for (;;) {
+        _ckpt_dp d;
+        ckpt_result r = _ckpt_dp_setup(&d, al, c, n, budget, unit);
+        if (r == CKPT_OK) {
+            _ckpt_dp_minpeak(&d);
+            *min_peak = d.minp[_CKPT_IDX(&d, 1, n)];
+            *unit_out = unit;
+            if (*min_peak > budget) r = CKPT_ERR_INFEASIBLE;
+        }
+        if (r == CKPT_OK) r = _ckpt_dp_frontiers(&d);
+        if (r == CKPT_OK) {
+            int nf = d.fl[_CKPT_IDX(&d, 1, n)];
+            CKPT_ASSERT(nf > 0);
+            out->n_ops = 0;
+            if (!_ckpt_dp_emit(&d, 1, n, d.pool[d.fs[_CKPT_IDX(&d, 1, n)] + nf - 1].p, out))
+                r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+        }
+        _ckpt_dp_free(&d);
+        if (r != CKPT_ERR_TOO_COMPLEX) return r;
+        unit = unit * 8 > budget / 4096 ? unit * 8 : budget / 4096;   /* coarser, and try again */
+    }
+}
+
+/* >>planner: public entry points ---------------------------------------------------------------- */
+struct ckpt_plan {
+    ckpt_allocator al;
+    ckpt_plan_info info;
+    ckpt_op *ops;
+};
+
+static ckpt_result _ckpt_sched_eval_into(const ckpt_cost *c, int n, const _ckpt_sched *s, double *t, uint64_t *p) {
+    _ckpt_eval e;
+    ckpt_result r = _ckpt_eval_sched(c, n, s, &e);
+    *t = e.time; *p = e.peak;
+    return r;
+}
+
+/* Every-k with k = 0: the k with the least time that fits (ties: smaller peak). */
+static ckpt_result _ckpt_every_k_best(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
+                                      _ckpt_sched *out, int *k_out, uint64_t *min_peak) {
+    _ckpt_sched tmp = {NULL, 0, 0};
+    double best_t = DBL_MAX;
+    uint64_t best_p = UINT64_MAX;
+    int k, best_k = 0;
+    ckpt_result r = CKPT_OK;
+    *min_peak = UINT64_MAX;
+    for (k = 1; k <= n && r == CKPT_OK; k++) {
+        double t; uint64_t p;
+        if ((r = _ckpt_every_k_sched(al, c, n, k, &tmp)) != CKPT_OK) break;
+        if ((r = _ckpt_sched_eval_into(c, n, &tmp, &t, &p)) != CKPT_OK) break;
+        if (p < *min_peak) *min_peak = p;
+        if (p <= budget && (t < best_t || (t == best_t && p < best_p))) { best_t = t; best_p = p; best_k = k; }
+    }
+    _ckpt_free(al, tmp.ops);
+    if (r != CKPT_OK) return r;
+    *k_out = best_k ? best_k : 1;
+    if (!best_k) return CKPT_ERR_INFEASIBLE;
+    return _ckpt_every_k_sched(al, c, n, best_k, out);
+}
+
+static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy,
+                                     int k, uint64_t budget, _ckpt_sched *s, ckpt_plan_info *info) {
+    ckpt_result r;
+    double t;
+    uint64_t p = 0;
+    info->unit = 1;
+    info->guarantee = CKPT_GUARANTEE_NONE;
+    switch (policy) {
+    case CKPT_POLICY_STORE_ALL:
+    case CKPT_POLICY_SQRT:
+    case CKPT_POLICY_EVERY_K:
+        if (policy == CKPT_POLICY_EVERY_K && k == 0)
+            return _ckpt_every_k_best(al, c, n, budget, s, &info->k, &info->min_budget);
+        info->k = policy == CKPT_POLICY_EVERY_K ? k : 0;
+        r = policy == CKPT_POLICY_STORE_ALL ? _ckpt_every_k_sched(al, c, n, n, s)
+          : policy == CKPT_POLICY_SQRT ? _ckpt_sqrt_sched(al, c, n, s)
+          : _ckpt_every_k_sched(al, c, n, k, s);
+        if (r == CKPT_OK) r = _ckpt_sched_eval_into(c, n, s, &t, &p);
+        info->min_budget = p;
+        return r == CKPT_OK && p > budget ? CKPT_ERR_INFEASIBLE : r;
+    case CKPT_POLICY_GREEDY:
+        return _ckpt_greedy_sched(al, c, n, budget, s, &info->min_budget);
+    case CKPT_POLICY_OPTIMAL:
+        if (_ckpt_xs_size(c, n) > 0) {
+            info->guarantee = CKPT_GUARANTEE_ALL_SCHEDULES;
+            r = _ckpt_exact_search(al, c, n, 0, 1, s, &info->min_budget);
+            if (r != CKPT_OK) return r;
+            if (info->min_budget > budget) return CKPT_ERR_INFEASIBLE;
+            return _ckpt_exact_search(al, c, n, budget, 0, s, NULL);
+        }
+        info->guarantee = CKPT_GUARANTEE_PERSISTENT;
+        return _ckpt_persistent(al, c, n, budget, s, &info->min_budget, &info->unit);
+    default:
+        return CKPT_ERR_BAD_POLICY;
+    }
+}
+
+/* Plans and fills a new ckpt_plan; on CKPT_ERR_INFEASIBLE, *info still has the figures. */
+static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *lg, const ckpt_cost *c, int n,
+                                   const ckpt_plan_desc *desc, ckpt_plan **out, ckpt_plan_info *info) {
+    _ckpt_sched s = {NULL, 0, 0};
+    ckpt_plan *plan = NULL;
+    ckpt_policy policy = desc ? desc->policy : CKPT_POLICY_OPTIMAL;
+    int k = desc ? desc->k : 0;
+    ckpt_result r;
+    memset(info, 0, sizeof *info);
+    *out = NULL;
+    if ((r = _ckpt_check_costs(c, n, lg)) != CKPT_OK) return r;
+    if ((int)policy < 0 || (int)policy >= CKPT_POLICY_COUNT_)
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_POLICY, "ckpt_plan_desc.policy %d is not a ckpt_policy", (int)policy);
+    if (k < 0 || k > n)
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_K, "ckpt_plan_desc.k is %d; it must be 0 (best) or 1..%d", k, n);
+    info->policy = policy;
+    /* store-all first: the reference figures, and the default budget */
+    if ((r = _ckpt_every_k_sched(al, c, n, n, &s)) != CKPT_OK ||
+        (r = _ckpt_sched_eval_into(c, n, &s, &info->store_all_time, &info->store_all_peak)) != CKPT_OK)
+        goto fail;
+    info->budget = desc && desc->budget ? desc->budget : info->store_all_peak;
+    r = _ckpt_plan_policy(al, c, n, policy, k, info->budget, &s, info);
+    if (r == CKPT_ERR_INFEASIBLE) {
+        _CKPT_ERR(lg, r, "budget %llu bytes is infeasible for policy %s; the smallest feasible budget is %llu bytes",
+                  (unsigned long long)info->budget, ckpt_policy_name(policy), (unsigned long long)info->min_budget);
+        goto fail;
+    }
+    if (r != CKPT_OK) goto fail;
+    if ((r = _ckpt_sched_eval_into(c, n, &s, &info->time, &info->peak)) != CKPT_OK) goto fail;
+    CKPT_ASSERT(info->peak <= info->budget);
+    plan = (ckpt_plan *)_ckpt_calloc(al, 1, sizeof *plan);
+    if (!plan) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto fail; }
+    plan->al = al ? *al : plan->al;
+    info->n_ops = s.n_ops;
+    info->n_recomputed = 0;
+    {
+        int i;
+        for (i = 0; i < s.n_ops; i++) info->n_recomputed += s.ops[i].kind == CKPT_OP_F;
+        info->n_recomputed -= n;
+    }
+    plan->info = *info;
+    plan->ops = s.ops;
+    *out = plan;
+    return CKPT_OK;
+fail:
+    if (r == CKPT_ERR_OUT_OF_HOST_MEMORY) _CKPT_ERR(lg, r, "out of host memory while planning");
+    _ckpt_free(al, s.ops);
+    return r;
+}
+
+CKPT_API ckpt_result ckpt_plan_create(const ckpt_cost *costs, int n, const ckpt_plan_desc *desc,
+                                      ckpt_plan **out, ckpt_plan_info *out_info) {
+    ckpt_plan_info info;
+    const ckpt_logger *lg = desc ? &desc->logger : NULL;
+    const ckpt_allocator *al = desc ? &desc->allocator : NULL;
+    ckpt_result r;
+    if (!out) return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_plan_create: out is NULL");
+    *out = NULL;
+    if (al && (!al->alloc) != (!al->free))
+        return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_plan_desc.allocator: alloc and free must be set together");
+    r = _ckpt_plan_make(al, lg, costs, n, desc, out, &info);
+    if (out_info) *out_info = info;
+    return r;
+}
+
+CKPT_API void ckpt_plan_destroy(ckpt_plan *plan) {
+    ckpt_allocator al;
+    if (!plan) return;
+    al = plan->al;
+    _ckpt_free(&al, plan->ops);
+    _ckpt_free(&al, plan);
+}
+CKPT_API const ckpt_plan_info *ckpt_plan_get_info(const ckpt_plan *plan) { return plan ? &plan->info : NULL; }
+CKPT_API const ckpt_op *ckpt_plan_ops(const ckpt_plan *plan, int *n_ops) {
+    if (n_ops) *n_ops = plan ? plan->info.n_ops : 0;
+    return plan ? plan->ops : NULL;
+}
+
+/* >>end of the implementation */
+#endif /* CKPT_IMPLEMENTATION_DONE */
+#endif /* CKPT_IMPLEMENTATION */
+
+/*
+MIT License
+
+Copyright (c) 2026 the ckpt.h authors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
+associated documentation files (the "Software"), to deal in the Software without restriction,
+including without limitation the rights to use, copy, modify, merge, publish, distribute,
+sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all copies or
+substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT
+NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
+NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES
+OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN
+CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+*/

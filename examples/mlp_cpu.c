@@ -1,0 +1,532 @@
+/* mlp_cpu.c -- train a stack of transformer MLP blocks with ckpt.h on the CPU.
+
+   Each block is one ckpt stage, on activations of N rows by C columns:
+
+       y = x + Dropout(W2 * GELU(W1 * LN(x) + b1) + b2)        (hidden width H = 4C)
+
+   The model learns to imitate a fixed random "teacher" of the same shape (MSE loss, SGD). The
+   program trains it from the same weights on the same data once per planner policy and prints,
+   for each, the planned and measured memory, the step time, and whether the last step's
+   gradients are bit-identical to storing every activation (exit status 1 if any are not).
+
+   Build (from the repository root; needs OpenBLAS):
+       cc -std=c11 -O2 examples/mlp_cpu.c -o mlp_cpu -lopenblas -lm
+   Run:
+       ./mlp_cpu [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]
+                 [--seed S] [--budget-frac F | --budget BYTES]
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cblas.h>
+
+#define CKPT_IMPLEMENTATION
+#include "../ckpt.h"
+#include "../backends/ckpt_cpu.h"
+
+#define CHECK(call) check((call), #call, __FILE__, __LINE__)
+
+static void check(ckpt_result r, const char *what, const char *file, int line)
+{
+    if (r == CKPT_OK) return;
+    fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, what, ckpt_result_string(r),
+            ckpt_result_description(r));
+    exit(1);
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n, size);
+    if (!p) { fprintf(stderr, "out of memory (%zu x %zu bytes)\n", n, size); exit(1); }
+    return p;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* Errors to stderr, except "infeasible": the table reports those. */
+static void log_errors(const char *tag, ckpt_log_level level, ckpt_result item, const char *message,
+                       const char *file, int line, void *user)
+{
+    if (item != CKPT_ERR_INFEASIBLE) ckpt_log_stderr(tag, level, item, message, file, line, user);
+}
+
+/* ---- random numbers: the library's Philox, also for weights and data ------------------------- */
+
+typedef struct Rng { uint64_t key, next; } Rng;   /* a key and the next unused Philox block */
+
+static void randn(Rng *rng, float *out, size_t n, float mean, float std)
+{
+    ckpt_philox p = { .key = rng->key, .base = rng->next, .count = (n + 1) / 2 };
+    for (size_t i = 0; i < n; i++) {    /* Box-Muller, one normal from two uniforms */
+        float u1 = ckpt_philox_uniform(&p, 2 * i), u2 = ckpt_philox_uniform(&p, 2 * i + 1);
+        out[i] = mean + std * sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.28318531f * u2);
+    }
+    rng->next += p.count;
+}
+
+/* ---- the model -------------------------------------------------------------------------------- */
+
+/* One block's parameters, or their gradients: pointers into one flat buffer, as in llm.c. */
+typedef struct Block { float *ln_g, *ln_b, *w1, *b1, *w2, *b2; } Block;
+
+enum { T_LN, T_MEAN, T_RSTD, T_H, T_A, T_MASK, T_COUNT };   /* pieces of a stage's tape */
+enum { W_DM, W_DA, W_DLN, W_COUNT };                        /* pieces of the backward workspace */
+
+typedef struct Model {
+    int C, H, N, L;             /* width, hidden width (4C), rows, blocks */
+    float p_drop;
+    size_t n_params;
+    float *params, *grads;      /* n_params floats each */
+    Block *p, *g;               /* per block, into params and grads */
+    ckpt_layout_entry tape[T_COUNT], ws[W_COUNT];
+    size_t tape_bytes, ws_bytes;
+} Model;
+
+static float *carve(float *base, int C, int H, Block *b)
+{
+    b->ln_g = base; base += C;
+    b->ln_b = base; base += C;
+    b->w1 = base;   base += (size_t)H * C;    /* H x C: h = ln * W1^T */
+    b->b1 = base;   base += H;
+    b->w2 = base;   base += (size_t)C * H;    /* C x H */
+    b->b2 = base;   base += C;
+    return base;
+}
+
+static void model_create(Model *m, int C, int L, int N, float p_drop)
+{
+    m->C = C; m->H = 4 * C; m->N = N; m->L = L; m->p_drop = p_drop;
+    m->n_params = (size_t)L * (3 * (size_t)C + m->H + 2 * (size_t)m->H * C);
+    m->params = xcalloc(m->n_params, sizeof(float));
+    m->grads = xcalloc(m->n_params, sizeof(float));
+    m->p = xcalloc(L, sizeof(Block));
+    m->g = xcalloc(L, sizeof(Block));
+    float *pp = m->params, *gp = m->grads;
+    for (int l = 0; l < L; l++) {
+        pp = carve(pp, C, m->H, &m->p[l]);
+        gp = carve(gp, C, m->H, &m->g[l]);
+    }
+    /* The backward sees only the input, the tape and grad_out, so the tape keeps everything else
+       it needs; the LN input x-hat is recomputed from the input and the mean/rstd. */
+    size_t nc = (size_t)N * C, nh = (size_t)N * m->H;
+    m->tape[T_LN] = (ckpt_layout_entry){ .bytes = nc * sizeof(float), .align = 64 };
+    m->tape[T_MEAN] = (ckpt_layout_entry){ .bytes = N * sizeof(float), .align = 64 };
+    m->tape[T_RSTD] = (ckpt_layout_entry){ .bytes = N * sizeof(float), .align = 64 };
+    m->tape[T_H] = (ckpt_layout_entry){ .bytes = nh * sizeof(float), .align = 64 };
+    m->tape[T_A] = (ckpt_layout_entry){ .bytes = nh * sizeof(float), .align = 64 };
+    m->tape[T_MASK] = (ckpt_layout_entry){ .bytes = nc, .align = 64 };
+    CHECK(ckpt_layout_compute(m->tape, T_COUNT, &m->tape_bytes));
+    m->ws[W_DM] = (ckpt_layout_entry){ .bytes = nc * sizeof(float), .align = 64 };
+    m->ws[W_DA] = (ckpt_layout_entry){ .bytes = nh * sizeof(float), .align = 64 };
+    m->ws[W_DLN] = (ckpt_layout_entry){ .bytes = nc * sizeof(float), .align = 64 };
+    CHECK(ckpt_layout_compute(m->ws, W_COUNT, &m->ws_bytes));
+}
+
+static void model_destroy(Model *m)
+{
+    free(m->params); free(m->grads); free(m->p); free(m->g);
+}
+
+/* LN gain 1; W1 ~ N(0, 1/C), W2 ~ N(0, (w2_scale)^2/H); biases ~ N(0, bias_std^2). */
+static void model_init(Model *m, Rng *rng, float w2_scale, float bias_std)
+{
+    for (int l = 0; l < m->L; l++) {
+        Block *b = &m->p[l];
+        for (int c = 0; c < m->C; c++) b->ln_g[c] = 1.0f;
+        randn(rng, b->ln_b, m->C, 0.0f, bias_std);
+        randn(rng, b->w1, (size_t)m->H * m->C, 0.0f, 1.0f / sqrtf((float)m->C));
+        randn(rng, b->b1, m->H, 0.0f, bias_std);
+        randn(rng, b->w2, (size_t)m->C * m->H, 0.0f, w2_scale / sqrtf((float)m->H));
+        randn(rng, b->b2, m->C, 0.0f, bias_std);
+    }
+}
+
+/* GELU, tanh approximation. tanh(u) = 1 - 2 / (1 + e^2u): libm's tanhf is 3x slower here. */
+#define GELU_K 0.7978845608f    /* sqrt(2/pi) */
+
+static float gelu_tanh(float x)
+{
+    return 1.0f - 2.0f / (1.0f + expf(2.0f * GELU_K * (x + 0.044715f * x * x * x)));
+}
+
+static float gelu(float x) { return 0.5f * x * (1.0f + gelu_tanh(x)); }
+
+static float gelu_grad(float x)
+{
+    float t = gelu_tanh(x);
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+/* One block forward. rng NULL: no dropout (the teacher, or p_drop = 0). */
+static void block_forward(const Model *m, const Block *p, const float *x, float *y, void *tape,
+                          const ckpt_philox *rng)
+{
+    const int N = m->N, C = m->C, H = m->H;
+    float *ln = ckpt_layout_ptr(tape, m->tape, T_LN), *mean = ckpt_layout_ptr(tape, m->tape, T_MEAN);
+    float *rstd = ckpt_layout_ptr(tape, m->tape, T_RSTD), *h = ckpt_layout_ptr(tape, m->tape, T_H);
+    float *a = ckpt_layout_ptr(tape, m->tape, T_A);
+    uint8_t *mask = ckpt_layout_ptr(tape, m->tape, T_MASK);
+    for (int r = 0; r < N; r++) {
+        const float *xr = x + (size_t)r * C;
+        float mu = 0.0f, var = 0.0f;
+        for (int c = 0; c < C; c++) mu += xr[c];
+        mu /= C;
+        for (int c = 0; c < C; c++) var += (xr[c] - mu) * (xr[c] - mu);
+        float rs = 1.0f / sqrtf(var / C + 1e-5f);
+        for (int c = 0; c < C; c++) ln[(size_t)r * C + c] = (xr[c] - mu) * rs * p->ln_g[c] + p->ln_b[c];
+        mean[r] = mu;
+        rstd[r] = rs;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, H, C, 1.0f, ln, C, p->w1, C, 0.0f, h, H);
+    for (size_t r = 0; r < (size_t)N; r++)
+        for (int j = 0; j < H; j++) {
+            size_t i = r * H + j;
+            h[i] += p->b1[j];
+            a[i] = gelu(h[i]);
+        }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, H, 1.0f, a, H, p->w2, H, 0.0f, y, C);
+    for (size_t r = 0; r < (size_t)N; r++)
+        for (int c = 0; c < C; c++) y[r * C + c] += p->b2[c];
+    if (rng) ckpt_philox_dropout(rng, m->p_drop, y, y, mask, (size_t)N * C);
+    else memset(mask, 1, (size_t)N * C);
+    for (size_t i = 0; i < (size_t)N * C; i++) y[i] += x[i];
+}
+
+/* One block backward: dx (may be NULL) = dL/dx; adds parameter gradients into g. */
+static void block_backward(const Model *m, const Block *p, Block *g, const float *x,
+                           const void *tape, const float *dy, float *dx, void *ws)
+{
+    const int N = m->N, C = m->C, H = m->H;
+    const float *ln = ckpt_layout_ptr((void *)tape, m->tape, T_LN);
+    const float *mean = ckpt_layout_ptr((void *)tape, m->tape, T_MEAN);
+    const float *rstd = ckpt_layout_ptr((void *)tape, m->tape, T_RSTD);
+    const float *h = ckpt_layout_ptr((void *)tape, m->tape, T_H);
+    const float *a = ckpt_layout_ptr((void *)tape, m->tape, T_A);
+    const uint8_t *mask = ckpt_layout_ptr((void *)tape, m->tape, T_MASK);
+    float *dm = ckpt_layout_ptr(ws, m->ws, W_DM), *da = ckpt_layout_ptr(ws, m->ws, W_DA);
+    float *dln = ckpt_layout_ptr(ws, m->ws, W_DLN);
+    const float scale = 1.0f / (1.0f - m->p_drop);   /* the scale the dropout applied */
+
+    for (size_t r = 0; r < (size_t)N; r++)
+        for (int c = 0; c < C; c++) {
+            size_t i = r * C + c;
+            dm[i] = mask[i] ? dy[i] * scale : 0.0f;
+            g->b2[c] += dm[i];
+        }
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, H, N, 1.0f, dm, C, a, H, 1.0f, g->w2, H);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, H, C, 1.0f, dm, C, p->w2, H, 0.0f, da, H);
+    for (size_t r = 0; r < (size_t)N; r++)
+        for (int j = 0; j < H; j++) {
+            size_t i = r * H + j;
+            da[i] *= gelu_grad(h[i]);   /* da becomes dL/dh */
+            g->b1[j] += da[i];
+        }
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, C, N, 1.0f, da, H, ln, C, 1.0f, g->w1, C);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, H, 1.0f, da, H, p->w1, C, 0.0f, dln, C);
+    for (int r = 0; r < N; r++) {       /* layer norm backward, x-hat recomputed from x */
+        const float *xr = x + (size_t)r * C, *dr = dln + (size_t)r * C;
+        float sum_d = 0.0f, sum_dx = 0.0f;
+        for (int c = 0; c < C; c++) {
+            float xhat = (xr[c] - mean[r]) * rstd[r], d = dr[c] * p->ln_g[c];
+            sum_d += d;
+            sum_dx += d * xhat;
+            g->ln_g[c] += dr[c] * xhat;
+            g->ln_b[c] += dr[c];
+        }
+        sum_d /= C;
+        sum_dx /= C;
+        if (!dx) continue;
+        for (int c = 0; c < C; c++) {
+            size_t i = (size_t)r * C + c;
+            float xhat = (xr[c] - mean[r]) * rstd[r];
+            dx[i] = dy[i] + rstd[r] * (dr[c] * p->ln_g[c] - sum_d - xhat * sum_dx);
+        }
+    }
+}
+
+/* ---- the ckpt stages: thin wrappers; the stage index picks the block ------------------------ */
+
+static ckpt_result stage_forward(const ckpt_fwd_args *args)
+{
+    const Model *m = args->ctx->user;
+    ckpt_philox rng;
+    if (m->p_drop > 0.0f) {     /* a recomputation gets the same range back: same mask */
+        ckpt_result r = ckpt_ctx_rng(args->ctx, ((uint64_t)m->N * m->C + 3) / 4, &rng);
+        if (r != CKPT_OK) return r;
+    }
+    block_forward(m, &m->p[args->ctx->stage], args->in, args->out, args->tape,
+                  m->p_drop > 0.0f ? &rng : NULL);
+    return CKPT_OK;
+}
+
+static ckpt_result stage_backward(const ckpt_bwd_args *args)
+{
+    const Model *m = args->ctx->user;
+    int l = args->ctx->stage;
+    block_backward(m, &m->p[l], &m->g[l], args->in, args->tape, args->grad_out, args->grad_in,
+                   args->workspace);
+    return CKPT_OK;
+}
+
+/* Milliseconds of one block's forward and backward (best of 5): the planner's costs. */
+static void measure_block(Model *m, double *fwd_ms, double *bwd_ms)
+{
+    size_t nc = (size_t)m->N * m->C;
+    float *x = xcalloc(nc, sizeof(float)), *y = xcalloc(nc, sizeof(float));
+    float *dx = xcalloc(nc, sizeof(float));
+    void *tape = xcalloc(1, m->tape_bytes), *ws = xcalloc(1, m->ws_bytes);
+    Rng rng = { 12345, 0 };
+    randn(&rng, x, nc, 0.0f, 1.0f);
+    ckpt_philox drop = { .key = 1, .base = 0, .count = (nc + 3) / 4 };
+    *fwd_ms = *bwd_ms = 1e30;
+    for (int rep = 0; rep < 6; rep++) {
+        double t0 = now_ms();
+        block_forward(m, &m->p[0], x, y, tape, m->p_drop > 0.0f ? &drop : NULL);
+        double t1 = now_ms();
+        block_backward(m, &m->p[0], &m->g[0], x, tape, y, dx, ws);
+        double t2 = now_ms();
+        if (rep > 0 && t1 - t0 < *fwd_ms) *fwd_ms = t1 - t0;    /* rep 0 warms up */
+        if (rep > 0 && t2 - t1 < *bwd_ms) *bwd_ms = t2 - t1;
+    }
+    memset(m->grads, 0, m->n_params * sizeof(float));
+    free(x); free(y); free(dx); free(tape); free(ws);
+}
+
+/* ---- training --------------------------------------------------------------------------------- */
+
+typedef struct Config {
+    int C, L, N, steps;
+    float p_drop, lr;
+    double budget_frac;
+    uint64_t budget, seed;
+} Config;
+
+typedef struct Batch {          /* host buffers of one step; the caller owns X[0], G[0], G[n] */
+    float *x, *target, *dy, *dx, *tmp[2];
+    void *tape;
+} Batch;
+
+typedef struct Run {
+    ckpt_policy policy;
+    int feasible;
+    ckpt_plan_info info;
+    ckpt_chain_stats stats;
+    double ms_per_step, first_loss, loss;
+    float *grads;               /* the last step's parameter gradients, then the input gradient */
+} Run;
+
+/* The teacher's output for b->x, into b->target (no ckpt: it never trains). */
+static void teacher_forward(const Model *t, Batch *b)
+{
+    const float *in = b->x;
+    for (int l = 0; l < t->L; l++) {
+        float *out = l == t->L - 1 ? b->target : b->tmp[l % 2];
+        block_forward(t, &t->p[l], in, out, b->tape, NULL);
+        in = out;
+    }
+}
+
+/* Mean squared error; dy = dLoss/dy. */
+static double mse(const float *y, const float *target, float *dy, size_t n)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        float d = y[i] - target[i];
+        sum += (double)d * d;
+        dy[i] = 2.0f * d / (float)n;
+    }
+    return sum / (double)n;
+}
+
+/* Trains m from `init` under one plan; fills run. Every run sees the same data and dropout. */
+static void train(const Config *cfg, Model *m, const Model *teacher, const float *init,
+                  const ckpt_stage_desc *stages, ckpt_backend *be, const ckpt_plan_desc *pd,
+                  Batch *b, Run *run)
+{
+    size_t nc = (size_t)m->N * m->C;
+    memcpy(m->params, init, m->n_params * sizeof(float));
+    ckpt_chain_desc cd = {0};
+    cd.stages = stages;
+    cd.n_stages = m->L;
+    cd.input_bytes = nc * sizeof(float);
+    cd.backend = be;
+    cd.seed = cfg->seed;
+    cd.logger.fn = log_errors;
+    ckpt_chain *chain;
+    CHECK(ckpt_chain_create(&cd, &chain));
+    run->policy = pd->policy;
+    ckpt_result r = ckpt_chain_plan(chain, pd, &run->info);
+    if (r == CKPT_ERR_INFEASIBLE) {
+        run->feasible = 0;
+        ckpt_chain_destroy(chain);
+        return;
+    }
+    CHECK(r);
+    run->feasible = 1;
+
+    Rng data = { cfg->seed ^ 0xda7aULL, 0 };
+    double total_ms = 0.0;
+    for (int s = 0; s < cfg->steps; s++) {
+        randn(&data, b->x, nc, 0.0f, 1.0f);
+        teacher_forward(teacher, b);
+
+        double t0 = now_ms();
+        memset(m->grads, 0, m->n_params * sizeof(float));
+        const void *out;
+        CHECK(ckpt_forward(chain, b->x, &out));
+        run->loss = mse(out, b->target, b->dy, nc);
+        if (s == 0) run->first_loss = run->loss;
+        CHECK(ckpt_backward(chain, b->dy, b->dx));
+        for (size_t i = 0; i < m->n_params; i++) m->params[i] -= cfg->lr * m->grads[i];
+        if (s > 0 || cfg->steps == 1) total_ms += now_ms() - t0;    /* step 1 warms up */
+    }
+    run->ms_per_step = total_ms / (cfg->steps > 1 ? cfg->steps - 1 : 1);
+    CHECK(ckpt_chain_get_stats(chain, &run->stats));
+    run->grads = xcalloc(m->n_params + nc, sizeof(float));
+    memcpy(run->grads, m->grads, m->n_params * sizeof(float));
+    memcpy(run->grads + m->n_params, b->dx, nc * sizeof(float));
+    ckpt_chain_destroy(chain);
+}
+
+/* ---- main ------------------------------------------------------------------------------------- */
+
+static void usage(const char *prog)
+{
+    fprintf(stderr,
+            "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]\n"
+            "          [--seed S] [--budget-frac F | --budget BYTES]\n"
+            "defaults: --width 64 --depth 8 --batch 256 --steps 20 --dropout 0.1 --lr 0.1\n"
+            "          --seed 42 --budget-frac 0.4 (of store-all's peak)\n",
+            prog);
+    exit(2);
+}
+
+static void parse_args(int argc, char **argv, Config *cfg)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (i + 1 >= argc) usage(argv[0]);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--width")) cfg->C = atoi(v);
+        else if (!strcmp(a, "--depth")) cfg->L = atoi(v);
+        else if (!strcmp(a, "--batch")) cfg->N = atoi(v);
+        else if (!strcmp(a, "--steps")) cfg->steps = atoi(v);
+        else if (!strcmp(a, "--dropout")) cfg->p_drop = (float)atof(v);
+        else if (!strcmp(a, "--lr")) cfg->lr = (float)atof(v);
+        else if (!strcmp(a, "--seed")) cfg->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--budget-frac")) cfg->budget_frac = atof(v);
+        else if (!strcmp(a, "--budget")) cfg->budget = strtoull(v, NULL, 10);
+        else usage(argv[0]);
+    }
+    if (cfg->C < 1 || cfg->L < 1 || cfg->N < 1 || cfg->steps < 1 || !(cfg->p_drop >= 0.0f) ||
+        !(cfg->p_drop < 1.0f) || !(cfg->budget_frac > 0.0))
+        usage(argv[0]);
+}
+
+int main(int argc, char **argv)
+{
+    Config cfg = { .C = 64, .L = 8, .N = 256, .steps = 20, .p_drop = 0.1f, .lr = 0.1f,
+                   .budget_frac = 0.4, .budget = 0, .seed = 42 };
+    parse_args(argc, argv, &cfg);
+    openblas_set_num_threads(1);
+
+    Model model, teacher;
+    model_create(&model, cfg.C, cfg.L, cfg.N, cfg.p_drop);
+    model_create(&teacher, cfg.C, cfg.L, cfg.N, 0.0f);
+    Rng init_rng = { cfg.seed, 0 }, teacher_rng = { cfg.seed + 1, 0 };
+    model_init(&model, &init_rng, 0.1f, 0.0f);
+    model_init(&teacher, &teacher_rng, 1.0f, 0.1f);
+    float *init = xcalloc(model.n_params, sizeof(float));
+    memcpy(init, model.params, model.n_params * sizeof(float));
+
+    double fwd_ms, bwd_ms;      /* measured once: every policy plans with the same costs */
+    measure_block(&model, &fwd_ms, &bwd_ms);
+    ckpt_stage_desc *stages = xcalloc(cfg.L, sizeof(ckpt_stage_desc));
+    for (int l = 0; l < cfg.L; l++) {
+        stages[l].forward = stage_forward;
+        stages[l].backward = stage_backward;
+        stages[l].user = &model;
+        stages[l].out_bytes = (size_t)cfg.N * cfg.C * sizeof(float);
+        stages[l].tape_bytes = model.tape_bytes;
+        stages[l].bwd_workspace_bytes = model.ws_bytes;
+        stages[l].fwd_time = fwd_ms;
+        stages[l].bwd_time = bwd_ms;
+    }
+
+    size_t nc = (size_t)cfg.N * cfg.C;
+    Batch batch = { .x = xcalloc(nc, sizeof(float)), .target = xcalloc(nc, sizeof(float)),
+                    .dy = xcalloc(nc, sizeof(float)), .dx = xcalloc(nc, sizeof(float)),
+                    .tmp = { xcalloc(nc, sizeof(float)), xcalloc(nc, sizeof(float)) },
+                    .tape = xcalloc(1, teacher.tape_bytes) };
+    ckpt_backend be;
+    CHECK(ckpt_cpu_backend_create(NULL, &be));
+
+    /* Store-all first: it is the reference, and the budget is a fraction of its peak. */
+    const ckpt_policy policies[] = { CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
+                                     CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL };
+    enum { N_POLICIES = sizeof policies / sizeof policies[0] };
+    Run runs[N_POLICIES] = {0};
+    uint64_t budget = cfg.budget;
+    for (int i = 0; i < N_POLICIES; i++) {
+        ckpt_plan_desc pd = {0};
+        pd.policy = policies[i];
+        pd.budget = i == 0 ? 0 : budget;    /* every-k gets k = 0: the best k that fits */
+        train(&cfg, &model, &teacher, init, stages, &be, &pd, &batch, &runs[i]);
+        if (i == 0 && budget == 0) budget = (uint64_t)(cfg.budget_frac * (double)runs[0].info.peak);
+    }
+
+    printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d steps; one block: "
+           "fwd %.3f ms, bwd %.3f ms\n", cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.steps,
+           fwd_ms, bwd_ms);
+    printf("budget %llu bytes (store-all peak %llu); loss at step 1: %.6e\n\n",
+           (unsigned long long)budget, (unsigned long long)runs[0].info.peak, runs[0].first_loss);
+    printf("%-14s %12s %12s %12s %9s %7s %7s %12s %s\n", "policy", "planned B", "measured B",
+           "arena B", "ms/step", "pred x", "meas x", "final loss", "grads bit-identical");
+    const Run *ref = &runs[0];
+    size_t n_grads = model.n_params + nc;
+    int all_match = 1;
+    for (int i = 0; i < N_POLICIES; i++) {
+        const Run *r = &runs[i];
+        char name[32];
+        if (r->policy == CKPT_POLICY_EVERY_K && r->feasible)
+            snprintf(name, sizeof name, "every-k (k=%d)", r->info.k);
+        else
+            snprintf(name, sizeof name, "%s", ckpt_policy_name(r->policy));
+        if (!r->feasible) {
+            printf("%-14s infeasible (min budget %llu)\n", name,
+                   (unsigned long long)r->info.min_budget);
+            continue;
+        }
+        int match = memcmp(r->grads, ref->grads, n_grads * sizeof(float)) == 0;
+        all_match &= match;
+        printf("%-14s %12llu %12llu %12llu %9.3f %7.3f %7.3f %12.6e %s\n", name,
+               (unsigned long long)r->info.peak, (unsigned long long)r->stats.measured_peak,
+               (unsigned long long)r->stats.arena_bytes, r->ms_per_step,
+               r->info.time / r->info.store_all_time, r->ms_per_step / ref->ms_per_step, r->loss,
+               match ? "yes" : "no");
+        if (r->stats.measured_peak != r->info.peak)     /* the library promises equality */
+            fprintf(stderr, "warning: %s: measured peak %llu differs from planned peak %llu\n",
+                    name, (unsigned long long)r->stats.measured_peak,
+                    (unsigned long long)r->info.peak);
+        if (i > 0 && r->info.peak > budget)
+            fprintf(stderr, "warning: %s: planned peak %llu exceeds the budget %llu\n", name,
+                    (unsigned long long)r->info.peak, (unsigned long long)budget);
+    }
+
+    for (int i = 0; i < N_POLICIES; i++) free(runs[i].grads);
+    ckpt_cpu_backend_destroy(&be);
+    free(batch.x); free(batch.target); free(batch.dy); free(batch.dx);
+    free(batch.tmp[0]); free(batch.tmp[1]); free(batch.tape);
+    free(stages); free(init);
+    model_destroy(&model);
+    model_destroy(&teacher);
+    return all_match ? 0 : 1;
+}

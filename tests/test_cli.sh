@@ -1,0 +1,517 @@
+#!/usr/bin/env bash
+# Tests for the ckpt-plan command-line tool.
+#
+#   usage: tests/test_cli.sh PATH_TO_ckpt-plan
+#
+# Prints one line per check (PASS/FAIL) and a final "N passed, N failed" line. Exit status 0 when
+# every check passed, 1 otherwise. Needs bash, coreutils, grep and /usr/bin/python3 (stdlib only).
+#
+# Every plan printed as JSON is also replayed by an independent Python model of DESIGN.md's cost
+# model: the schedule must obey its rules and have exactly the time and peak the tool reports.
+
+set -u
+
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+    echo "usage: $0 PATH_TO_ckpt-plan" >&2
+    exit 1
+fi
+BIN=$1
+case $BIN in /*) ;; *) BIN=$PWD/$BIN ;; esac
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+EX=$ROOT/tools/examples
+PY=/usr/bin/python3
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-cli.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+PASSED=0
+FAILED=0
+pass() { echo "PASS: $1"; PASSED=$((PASSED + 1)); }
+fail() { echo "FAIL: $1${2:+ -- $2}"; FAILED=$((FAILED + 1)); }
+
+# run ARGS...: runs the tool; stdout in $TMP/out, stderr in $TMP/err, exit status in $RC.
+RC=0
+run() {
+    "$BIN" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    RC=$?
+}
+# What the last run printed on stderr, on one line, for failure messages.
+errline() { tr '\n' ' ' <"$TMP/err" | cut -c1-300; }
+
+# ---------------------------------------------------------------------------------------------
+# The Python side: JSON checks and a cost-model simulator.
+cat >"$TMP/check.py" <<'PYEOF'
+import csv, io, json, sys
+
+def load_csv(path):
+    """The stage costs of a ckpt-plan CSV, as a list of dicts (f, b, a, t, wf, wb, nock)."""
+    with open(path, newline='', encoding='utf-8-sig') as fh:
+        lines = [l for l in fh.read().splitlines()
+                 if l.strip() and not l.lstrip().startswith('#')]
+    rows = list(csv.reader(io.StringIO('\n'.join(lines)), skipinitialspace=True))
+    head = [h.strip() for h in rows[0]]
+    out = []
+    for r in rows[1:]:
+        d = dict(zip(head, [v.strip() for v in r]))
+        out.append(dict(name=d['name'], f=float(d['fwd_time']), b=float(d['bwd_time']),
+                        a=int(d['out_bytes']), t=int(d['tape_bytes']),
+                        wf=int(d['fwd_workspace']), wb=int(d['bwd_workspace']),
+                        nock=d.get('no_checkpoint', '0') == '1'))
+    return out
+
+def simulate(costs, ops):
+    """Replays ops in DESIGN.md's cost model. Returns (time, peak) or raises ValueError."""
+    n = len(costs)
+    a = lambda i: costs[i - 1]['a'] if 1 <= i <= n else 0
+    if not isinstance(ops, list):
+        raise ValueError('ops is not a list')
+    x_avail = [False] * (n + 1); x_avail[0] = True      # X[0] is the caller's
+    t_avail = [False] * (n + 1)
+    g_avail = [False] * (n + 1); g_avail[n] = True      # G[n] is the caller's (after F(n))
+    inst = []           # buffer instances: [bytes, written_at, last_read_at or None]
+    cur_x = {}; cur_t = {}; cur_g = {}
+    fn_at = None; next_b = n; time = 0.0; growth = []
+    last_f_input_version = {}                          # stage -> version of X[i-1] it ran from
+    x_version = [0] * (n + 1)
+    for k, op in enumerate(ops):
+        if op[0] == 'F':
+            if len(op) != 3 or op[2] not in (0, 1):
+                raise ValueError('op %d: bad F op %r' % (k, op))
+            i, tape = op[1], op[2]
+            if not (isinstance(i, int) and 1 <= i <= n):
+                raise ValueError('op %d: stage %r out of range' % (k, i))
+            if not x_avail[i - 1]:
+                raise ValueError('op %d: F(%d) but X[%d] is not live' % (k, i, i - 1))
+            if i == n:
+                if fn_at is not None:
+                    raise ValueError('op %d: F(n) runs twice' % k)
+                if not tape:
+                    raise ValueError('op %d: F(n) does not keep its tape' % k)
+                fn_at = k
+            if costs[i - 1]['nock'] and last_f_input_version.get(i) == x_version[i - 1]:
+                raise ValueError('op %d: F(%d) runs twice from the same X[%d] but stage %d has '
+                                 'no_checkpoint' % (k, i, i - 1, i))
+            last_f_input_version[i] = x_version[i - 1]
+            if i - 1 >= 1:
+                cur_x[i - 1][2] = k
+            if i < n:
+                cur_x[i] = [a(i), k, None]; inst.append(cur_x[i])
+                x_avail[i] = True; x_version[i] += 1
+            if tape:
+                cur_t[i] = [costs[i - 1]['t'], k, None]; inst.append(cur_t[i])
+                t_avail[i] = True
+            time += costs[i - 1]['f']
+            growth.append(a(i) + costs[i - 1]['t'] + costs[i - 1]['wf'])
+        elif op[0] == 'B':
+            if len(op) != 2:
+                raise ValueError('op %d: bad B op %r' % (k, op))
+            i = op[1]
+            if fn_at is None:
+                raise ValueError('op %d: B before F(n)' % k)
+            if i != next_b:
+                raise ValueError('op %d: B(%r) but B(%d) is next' % (k, i, next_b))
+            if not t_avail[i]:
+                raise ValueError('op %d: B(%d) without its tape' % (k, i))
+            if not x_avail[i - 1]:
+                raise ValueError('op %d: B(%d) but X[%d] is not live' % (k, i, i - 1))
+            cur_t[i][2] = k
+            if i - 1 >= 1:
+                cur_x[i - 1][2] = k
+            if i < n:
+                cur_g[i][2] = k
+            if i - 1 >= 1:
+                cur_g[i - 1] = [a(i - 1), k, None]; inst.append(cur_g[i - 1])
+            t_avail[i] = False
+            if i - 1 >= 1:
+                x_avail[i - 1] = False
+            next_b -= 1
+            time += costs[i - 1]['b']
+            growth.append(a(i - 1) + costs[i - 1]['wb'])
+        else:
+            raise ValueError('op %d: unknown op %r' % (k, op))
+    if fn_at is None:
+        raise ValueError('no F(n)')
+    if next_b != 0:
+        raise ValueError('the backward stops before B(1) (next B would be %d)' % next_b)
+    peak = 0
+    for k in range(len(ops)):
+        live = sum(b for b, w, r in inst if r is not None and w < k <= r)
+        peak = max(peak, live + growth[k])
+    return time, peak
+
+def ops_shape_ok(j, n):
+    ops = j['ops']
+    f_n = [o for o in ops if o[0] == 'F' and o[1] == n]
+    bs = [o[1] for o in ops if o[0] == 'B']
+    return f_n == [['F', n, 1]] and bs == list(range(n, 0, -1))
+
+def main():
+    mode = sys.argv[1]
+    if mode == 'parse':                 # parse FILE: stdin-style json.load of a file
+        with open(sys.argv[2], encoding='utf-8') as fh:
+            json.load(fh)
+        return
+    if mode == 'expr':                  # expr JSONFILE CSVFILE PYEXPR
+        with open(sys.argv[2], encoding='utf-8') as fh:
+            j = json.load(fh)
+        costs = load_csv(sys.argv[3]) if sys.argv[3] != '-' else None
+        env = dict(j=j, costs=costs, simulate=simulate, ops_shape_ok=ops_shape_ok, json=json)
+        try:
+            ok = eval(sys.argv[4], env)
+        except Exception as e:          # report, do not crash
+            print('%s: %s' % (type(e).__name__, e)); sys.exit(1)
+        if not ok:
+            print('false: %s' % sys.argv[4]); sys.exit(1)
+        return
+    if mode == 'sim':                   # sim JSONFILE CSVFILE: the plan replays exactly
+        with open(sys.argv[2], encoding='utf-8') as fh:
+            j = json.load(fh)
+        costs = load_csv(sys.argv[3])
+        if not j.get('feasible'):
+            print('plan is not feasible'); sys.exit(1)
+        try:
+            t, p = simulate(costs, j['ops'])
+        except ValueError as e:
+            print('schedule breaks the cost model: %s' % e); sys.exit(1)
+        msgs = []
+        if abs(t - j['time']) > 1e-9 * max(1.0, abs(t)):
+            msgs.append('reported time %r, simulated %r' % (j['time'], t))
+        if p != j['peak']:
+            msgs.append('reported peak %r, simulated %r' % (j['peak'], p))
+        if p > j['budget']:
+            msgs.append('peak %r exceeds the budget %r' % (p, j['budget']))
+        if j.get('n_ops') is not None and j['n_ops'] != len(j['ops']):
+            msgs.append('n_ops %r but %d ops' % (j['n_ops'], len(j['ops'])))
+        if msgs:
+            print('; '.join(msgs)); sys.exit(1)
+        return
+    if mode == 'same':                  # same JSON1 JSON2: equal apart from "file"
+        with open(sys.argv[2], encoding='utf-8') as fh:
+            j1 = json.load(fh)
+        with open(sys.argv[3], encoding='utf-8') as fh:
+            j2 = json.load(fh)
+        j1.pop('file', None); j2.pop('file', None)
+        if j1 != j2:
+            diff = [k for k in sorted(set(j1) | set(j2)) if j1.get(k) != j2.get(k)]
+            print('differ in %s' % ', '.join(diff)); sys.exit(1)
+        return
+    sys.exit('unknown mode ' + mode)
+
+main()
+PYEOF
+
+# jexpr DESC CSV EXPR: the last run's stdout, as JSON, satisfies the Python expression EXPR
+# (names: j, costs, simulate, ops_shape_ok).
+jexpr() {
+    local why
+    if why=$("$PY" "$TMP/check.py" expr "$TMP/out" "$2" "$3" 2>&1); then pass "$1"; else fail "$1" "$why"; fi
+}
+# jsim DESC CSV: the last run's JSON plan obeys the cost model with the reported time and peak.
+jsim() {
+    local why
+    if why=$("$PY" "$TMP/check.py" sim "$TMP/out" "$2" 2>&1); then pass "$1"; else fail "$1" "$why"; fi
+}
+# jparse DESC: the last run's stdout parses with json.load(sys.stdin).
+jparse() {
+    if "$PY" -c 'import json,sys; json.load(sys.stdin)' <"$TMP/out" 2>"$TMP/pyerr"; then
+        pass "$1"
+    else
+        fail "$1" "$(tr '\n' ' ' <"$TMP/pyerr" | cut -c1-200)"
+    fi
+}
+expect_rc() { # DESC WANT
+    if [ "$RC" -eq "$2" ]; then pass "$1"; else fail "$1" "exit $RC, want $2; stderr: $(errline)"; fi
+}
+err_has() { # DESC STRING (fixed string in the last stderr)
+    if grep -qF -- "$2" "$TMP/err"; then pass "$1"; else fail "$1" "stderr lacks '$2': $(errline)"; fi
+}
+out_has() { # DESC STRING
+    if grep -qF -- "$2" "$TMP/out"; then pass "$1"; else fail "$1" "stdout lacks '$2'"; fi
+}
+err_empty() { # DESC
+    if [ ! -s "$TMP/err" ]; then pass "$1"; else fail "$1" "stderr: $(errline)"; fi
+}
+
+FOUR=$EX/four.csv
+GPT=$EX/gpt2_mlp.csv
+for f in "$FOUR" "$GPT"; do
+    [ -r "$f" ] || { echo "FAIL: missing example $f"; echo "0 passed, 1 failed"; exit 1; }
+done
+
+# ---------------------------------------------------------------------------------------------
+echo "== DESIGN example (four stages, f=1 b=2 a=10 t=20)"
+
+run --json "$FOUR"
+expect_rc "four.csv default budget: exit 0" 0
+err_empty "four.csv default budget: nothing on stderr"
+jparse "four.csv default budget: JSON parses"
+jexpr "four.csv default budget: time 12, peak 120" "$FOUR" 'j["time"] == 12 and j["peak"] == 120'
+jexpr "four.csv default budget: budget is the store-all peak 120" "$FOUR" 'j["budget"] == 120'
+jexpr "four.csv default budget: feasible, policy optimal" "$FOUR" 'j["feasible"] is True and j["policy"] == "optimal"'
+jexpr "four.csv: store_all_time 12, store_all_peak 120" "$FOUR" 'j["store_all_time"] == 12 and j["store_all_peak"] == 120'
+jexpr "four.csv: min_budget 50" "$FOUR" 'j["min_budget"] == 50'
+jexpr "four.csv: keys present" "$FOUR" 'all(k in j for k in ("policy","budget","feasible","time","peak","min_budget","ops","store_all_time","store_all_peak","unit","guarantee","stages"))'
+jexpr "four.csv: stages are the names" "$FOUR" 'j["stages"] == ["s1","s2","s3","s4"]'
+jexpr "four.csv: guarantee all-schedules (4 stages get the exact search)" "$FOUR" 'j["guarantee"] == "all-schedules"'
+jexpr "four.csv default budget: one [F,4,1], B 4..1 in order" "$FOUR" 'ops_shape_ok(j, 4)'
+jexpr "four.csv default budget: no recomputation (8 ops)" "$FOUR" 'len(j["ops"]) == 8 and all(o[0] == "B" or o[2] == 1 for o in j["ops"])'
+jsim "four.csv default budget: schedule replays to the reported time and peak" "$FOUR"
+
+for bt in 120:12 80:14 60:15 50:16; do
+    b=${bt%%:*}
+    t=${bt##*:}
+    run --json --budget "$b" "$FOUR"
+    expect_rc "four.csv --budget $b: exit 0" 0
+    jparse "four.csv --budget $b: JSON parses"
+    jexpr "four.csv --budget $b: time $t, peak <= $b" "$FOUR" "j['time'] == $t and j['peak'] <= $b and j['budget'] == $b"
+    jexpr "four.csv --budget $b: one [F,4,1], B 4..1 in order" "$FOUR" 'ops_shape_ok(j, 4)'
+    jsim "four.csv --budget $b: schedule replays to the reported time and peak" "$FOUR"
+done
+
+run --json --budget 0 "$FOUR"
+expect_rc "four.csv --budget 0 (no limit): exit 0" 0
+jexpr "four.csv --budget 0: time 12, peak 120" "$FOUR" 'j["time"] == 12 and j["peak"] == 120'
+
+run --json --budget 40 "$FOUR"
+expect_rc "four.csv --budget 40: exit 3 (infeasible)" 3
+err_has "four.csv --budget 40: stderr names the minimum budget 50" "50"
+err_has "four.csv --budget 40: stderr says infeasible" "infeasible"
+jparse "four.csv --budget 40: JSON still parses"
+jexpr "four.csv --budget 40: feasible false, ops [], time/peak null" "$FOUR" 'j["feasible"] is False and j["ops"] == [] and j["time"] is None and j["peak"] is None'
+jexpr "four.csv --budget 40: min_budget 50, budget 40" "$FOUR" 'j["min_budget"] == 50 and j["budget"] == 40'
+
+run --json --budget 49 "$FOUR"
+expect_rc "four.csv --budget 49: exit 3" 3
+err_has "four.csv --budget 49: stderr names the minimum budget 50" "smallest feasible budget is 50 bytes"
+
+# text mode
+run "$FOUR"
+expect_rc "four.csv text mode: exit 0" 0
+out_has "four.csv text mode: names the policy" "optimal"
+out_has "four.csv text mode: says feasible" "feasible"
+out_has "four.csv text mode: per-stage table lists s4" "s4"
+run --budget 50 "$FOUR"
+expect_rc "four.csv text mode --budget 50: exit 0" 0
+out_has "four.csv text mode --budget 50: time 16" "16"
+run --budget 40 "$FOUR"
+expect_rc "four.csv text mode --budget 40: exit 3" 3
+err_has "four.csv text mode --budget 40: stderr names 50" "50"
+
+# ---------------------------------------------------------------------------------------------
+echo "== input variants that mean the same chain"
+
+run --json --budget 50 "$FOUR"
+cp "$TMP/out" "$TMP/ref50.json"
+run --json "$FOUR"
+cp "$TMP/out" "$TMP/refdef.json"
+
+same() { # DESC REF.json: the last run's JSON equals REF apart from "file"
+    local why
+    if why=$("$PY" "$TMP/check.py" same "$TMP/out" "$2" 2>&1); then pass "$1"; else fail "$1" "$why"; fi
+}
+
+R=$TMP/reordered.csv
+cat >"$R" <<'EOF'
+tape_bytes,bwd_workspace,out_bytes,name,bwd_time,fwd_workspace,fwd_time
+20,0,10,s1,2,0,1
+20,0,10,s2,2,0,1
+20,0,10,s3,2,0,1
+20,0,10,s4,2,0,1
+EOF
+run --json --budget 50 "$R"
+expect_rc "reordered columns --budget 50: exit 0" 0
+same "reordered columns --budget 50: same JSON as four.csv" "$TMP/ref50.json"
+run --json "$R"
+same "reordered columns default budget: same JSON as four.csv" "$TMP/refdef.json"
+
+V=$TMP/variant.csv
+printf '# comment\r\n\r\n  # indented comment\r\n name , fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace\r\n"s1",1.0,2,10,20,0,0\r\n\r\ns2,1e0,2.00,10,20,0,0\r\n# between rows\r\ns3, 1 ,2,010,20,0,0\r\ns4,.1e1,2.,10,20,0,0' >"$V"
+run --json --budget 50 "$V"
+expect_rc "CRLF, comments, blank lines, quotes, spaces, no final newline: exit 0" 0
+same "CRLF/comment variant --budget 50: same JSON as four.csv" "$TMP/ref50.json"
+
+NC=$TMP/nock.csv
+printf 'name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace,no_checkpoint\ns1,1,2,10,20,0,0,0\ns2,1,2,10,20,0,0,0\ns3,1,2,10,20,0,0,0\ns4,1,2,10,20,0,0,0\n' >"$NC"
+run --json --budget 50 "$NC"
+same "no_checkpoint column all 0: same JSON as four.csv" "$TMP/ref50.json"
+
+printf 'name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace,no_checkpoint\ns1,1,2,10,20,0,0,0\ns2,1,2,10,20,0,0,1\ns3,1,2,10,20,0,0,1\ns4,1,2,10,20,0,0,0\n' >"$NC"
+for b in 120 80 60 50; do
+    run --json --budget "$b" "$NC"
+    if [ "$RC" -eq 0 ]; then
+        pass "no_checkpoint on s2,s3 --budget $b: exit 0"
+        jsim "no_checkpoint on s2,s3 --budget $b: schedule obeys the flag and replays exactly" "$NC"
+        jexpr "no_checkpoint on s2,s3 --budget $b: not faster than without the flag" "$NC" \
+            "j['time'] >= {120: 12, 80: 14, 60: 15, 50: 16}[$b]"
+    elif [ "$RC" -eq 3 ]; then
+        pass "no_checkpoint on s2,s3 --budget $b: exit 3 (infeasible)"
+        jexpr "no_checkpoint on s2,s3 --budget $b: min_budget above the budget" "$NC" "j['min_budget'] > $b"
+    else
+        fail "no_checkpoint on s2,s3 --budget $b: exit 0 or 3" "exit $RC: $(errline)"
+    fi
+done
+
+Q=$TMP/names.csv
+printf 'name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace\n"a ""quoted"", name",1,2,10,20,0,0\n"back\\slash\ttab",1,2,10,20,0,0\n\xc3\xa9t\xc3\xa9/</script>,1,2,10,20,0,0\ns4,1,2,10,20,0,0\n' >"$Q"
+run --json "$Q"
+expect_rc "names with quotes, commas, backslash, tab, UTF-8: exit 0" 0
+jparse "names with quotes, commas, backslash, tab, UTF-8: JSON parses"
+jexpr "names round-trip through JSON escaping" "$Q" \
+    'j["stages"] == ["a \"quoted\", name", "back\\slash\ttab", "\u00e9t\u00e9/</script>", "s4"]'
+
+"$BIN" --json - <"$FOUR" >"$TMP/out" 2>"$TMP/err"
+RC=$?
+expect_rc "'-' reads standard input: exit 0" 0
+same "'-' reads standard input: same JSON as four.csv" "$TMP/refdef.json"
+
+# ---------------------------------------------------------------------------------------------
+echo "== policies"
+
+for p in optimal store-all every-k sqrt greedy; do
+    run --json --policy "$p" "$FOUR"
+    expect_rc "--policy $p: exit 0" 0
+    jexpr "--policy $p: JSON names the policy" "$FOUR" "j['policy'] == '$p' and j['feasible'] is True"
+    jexpr "--policy $p: one [F,4,1], B 4..1 in order" "$FOUR" 'ops_shape_ok(j, 4)'
+    jsim "--policy $p: schedule replays to the reported time and peak" "$FOUR"
+    run --policy="$p" "$FOUR"
+    expect_rc "--policy=$p (text mode): exit 0" 0
+done
+
+run --json --policy store-all "$FOUR"
+jexpr "--policy store-all: time 12 peak 120" "$FOUR" 'j["time"] == 12 and j["peak"] == 120'
+jexpr "--policy store-all: guarantee is not all-schedules-optimal or is trivially so" "$FOUR" 'j["guarantee"] in ("heuristic", "all-schedules", "persistent")'
+
+run --json --policy every-k --k 2 --budget 1000 "$FOUR"
+expect_rc "--policy every-k --k 2: exit 0" 0
+jexpr "--policy every-k --k 2: k is 2" "$FOUR" 'j["k"] == 2'
+jsim "--policy every-k --k 2: schedule replays to the reported time and peak" "$FOUR"
+
+# Every policy, every budget: feasible plans fit and replay exactly, are never faster than the
+# optimal plan, infeasible answers name a larger minimum, and the minimum budget works.
+for csv in "$FOUR" "$GPT"; do
+    name=$(basename "$csv")
+    if [ "$csv" = "$FOUR" ]; then budgets="120 100 80 70 60 55 50 45 40 10"; else
+        budgets="3GiB 2GiB 1500MiB 1GiB 800MiB 600MiB 500MiB 400MiB"; fi
+    for b in $budgets; do
+        run --json --budget "$b" "$csv"
+        opt_rc=$RC
+        cp "$TMP/out" "$TMP/opt.json"
+        for p in optimal store-all every-k sqrt greedy; do
+            d="$name --policy $p --budget $b"
+            run --json --policy "$p" --budget "$b" "$csv"
+            if [ "$RC" -eq 0 ]; then
+                jsim "$d: feasible plan fits and replays exactly" "$csv"
+                if [ "$opt_rc" -eq 0 ]; then
+                    jexpr "$d: not faster than optimal" "$csv" \
+                        "j['time'] >= json.load(open('$TMP/opt.json'))['time'] - 1e-9"
+                else
+                    fail "$d: feasible although optimal says infeasible"
+                fi
+                jexpr "$d: min_budget <= budget" "$csv" 'j["min_budget"] <= j["budget"]'
+            elif [ "$RC" -eq 3 ]; then
+                jexpr "$d: infeasible, min_budget > budget" "$csv" 'j["min_budget"] > j["budget"] and j["ops"] == []'
+            else
+                fail "$d: exit 0 or 3" "exit $RC: $(errline)"
+            fi
+        done
+    done
+done
+
+for p in optimal store-all every-k sqrt greedy; do
+    for csv in "$FOUR" "$GPT"; do
+        name=$(basename "$csv")
+        run --json --policy "$p" --budget 1 "$csv"
+        if [ "$RC" -ne 3 ]; then fail "$name --policy $p --budget 1: exit 3" "exit $RC"; continue; fi
+        mb=$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["min_budget"])' <"$TMP/out")
+        run --json --policy "$p" --budget "$mb" "$csv"
+        expect_rc "$name --policy $p: its min_budget $mb is feasible" 0
+        [ "$RC" -eq 0 ] && jsim "$name --policy $p --budget $mb: replays exactly" "$csv"
+        run --json --policy "$p" --budget "$((mb - 1))" "$csv"
+        expect_rc "$name --policy $p: min_budget-1 = $((mb - 1)) is infeasible" 3
+    done
+done
+
+run --json "$GPT"
+expect_rc "gpt2_mlp.csv default budget: exit 0" 0
+jexpr "gpt2_mlp.csv default budget: store-all time and peak" "$GPT" 'j["time"] == j["store_all_time"] and j["peak"] == j["store_all_peak"] and j["n_recomputed"] == 0'
+jexpr "gpt2_mlp.csv: 12 stages, one [F,12,1], B 12..1" "$GPT" 'len(j["stages"]) == 12 and ops_shape_ok(j, 12)'
+run --budget 1GiB "$GPT"
+expect_rc "gpt2_mlp.csv --budget 1GiB (text mode): exit 0" 0
+
+# ---------------------------------------------------------------------------------------------
+echo "== bad input (exit 2, message names file:line)"
+
+HDR='name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace'
+ROW='s,1,2,10,20,0,0'
+badcase() { # DESC CONTENT WANT_IN_STDERR...
+    local desc=$1 content=$2 f=$TMP/bad.csv s
+    shift 2
+    printf '%b' "$content" >"$f"
+    run --json "$f"
+    expect_rc "$desc: exit 2" 2
+    for s in "$@"; do err_has "$desc: stderr has '$s'" "$s"; done
+    if [ -s "$TMP/out" ]; then fail "$desc: nothing on stdout" "$(head -c 100 "$TMP/out")"; else pass "$desc: nothing on stdout"; fi
+}
+B=$TMP/bad.csv
+badcase "missing column" 'name,fwd_time,bwd_time,out_bytes,fwd_workspace,bwd_workspace\ns,1,2,10,0,0\n' "$B:1:" "tape_bytes"
+badcase "duplicate column" "$HDR,out_bytes\\n$ROW,10\\n" "$B:1:" "out_bytes"
+badcase "unknown column" "$HDR,colour\\n$ROW,red\\n" "$B:1:" "colour"
+badcase "empty column name" "$HDR,\\n$ROW,\\n" "$B:1:"
+badcase "negative size" "$HDR\\n$ROW\\ns,1,2,-10,20,0,0\\n$ROW\\n" "$B:3:" "out_bytes" "-10"
+badcase "non-numeric time" "# c\\n$HDR\\n$ROW\\ns,abc,2,10,20,0,0\\n" "$B:4:" "fwd_time" "'abc'"
+badcase "negative time" "$HDR\\ns,1,-2,10,20,0,0\\n" "$B:2:" "bwd_time"
+badcase "NaN time" "$HDR\\ns,nan,2,10,20,0,0\\n" "$B:2:" "fwd_time"
+badcase "infinite time" "$HDR\\ns,1e999,2,10,20,0,0\\n" "$B:2:" "fwd_time"
+badcase "time with garbage" "$HDR\\ns,1.5ms,2,10,20,0,0\\n" "$B:2:" "fwd_time"
+badcase "too few fields" "$HDR\\ns,1,2,10,20,0\\n" "$B:2:"
+badcase "too many fields" "$HDR\\n$ROW\\n$ROW,0\\n" "$B:3:"
+badcase "empty file" "" "$B:1:"
+badcase "only comments and blank lines" "# nothing\\n\\n" "$B:"
+badcase "header but no stages" "$HDR\\n" "$B:1:"
+badcase "size overflow (2^64)" "$HDR\\ns,1,2,18446744073709551616,20,0,0\\n" "$B:2:" "out_bytes"
+badcase "size with a + sign" "$HDR\\ns,1,2,+10,20,0,0\\n" "$B:2:" "out_bytes"
+badcase "fractional size" "$HDR\\ns,1,2,10.5,20,0,0\\n" "$B:2:" "out_bytes"
+badcase "size with garbage" "$HDR\\ns,1,2,10,20kb,0,0\\n" "$B:2:" "tape_bytes"
+badcase "empty size field" "$HDR\\ns,1,2,10,,0,0\\n" "$B:2:" "tape_bytes"
+badcase "empty time field" "$HDR\\ns,,2,10,20,0,0\\n" "$B:2:" "fwd_time"
+badcase "empty name" "$HDR\\n,1,2,10,20,0,0\\n" "$B:2:" "name"
+badcase "no_checkpoint not 0/1" "$HDR,no_checkpoint\\n$ROW,2\\n" "$B:2:" "no_checkpoint"
+badcase "unterminated quote" "$HDR\\n\"s,1,2,10,20,0,0\\n" "$B:2:"
+badcase "invalid UTF-8 name" "$HDR\\n\\xff\\xfe,1,2,10,20,0,0\\n" "$B:2:"
+
+run --json "$TMP/does-not-exist.csv"
+expect_rc "missing file: exit 2" 2
+err_has "missing file: stderr names the file" "does-not-exist.csv"
+
+# ---------------------------------------------------------------------------------------------
+echo "== usage"
+
+run --help
+expect_rc "--help: exit 0" 0
+out_has "--help: prints usage" "usage:"
+run --policy fastest "$FOUR"
+expect_rc "bad --policy: exit 2" 2
+err_has "bad --policy: stderr names the value" "fastest"
+err_has "bad --policy: usage on stderr" "usage:"
+for b in abc -5 "" 1.5 12x 99999999999999999999 18014398509481984GiB; do
+    run --budget "$b" "$FOUR"
+    expect_rc "bad --budget '$b': exit 2" 2
+    err_has "bad --budget '$b': stderr mentions --budget" "--budget"
+done
+run --budget 1KiB --json "$FOUR"
+expect_rc "--budget 1KiB: exit 0" 0
+jexpr "--budget 1KiB is 1024 bytes" - 'j["budget"] == 1024'
+run --k abc --policy every-k "$FOUR"
+expect_rc "bad --k: exit 2" 2
+run --frobnicate "$FOUR"
+expect_rc "unknown option: exit 2" 2
+err_has "unknown option: usage on stderr" "usage:"
+run --budget
+expect_rc "--budget without a value: exit 2" 2
+run --json
+expect_rc "no input file: exit 2" 2
+run "$FOUR" "$FOUR"
+expect_rc "two input files: exit 2" 2
+
+# ---------------------------------------------------------------------------------------------
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

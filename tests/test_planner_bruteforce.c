@@ -1,0 +1,1235 @@
+/* test_planner_bruteforce.c -- checks the planner against an independent brute force.
+
+   Everything the library is checked against here is written from the cost model in DESIGN.md
+   ("Cost model (normative)"), not from ckpt.h's planner:
+
+   1. sim(): a simulator of the cost model. It replays a schedule, rejects every rule violation
+      and returns its time and peak. Liveness follows "any buffer is freed right after its last
+      read before it is written again", so it looks ahead at the whole schedule.
+   2. search(): an exhaustive Dijkstra over every schedule (states: live X set, live T set, which
+      B runs next, no-checkpoint bits), with the freedom to drop any X after an op that read or
+      wrote it. Lexicographic (time, peak) gives the optimum with its tie-break; a bottleneck
+      search gives the smallest feasible budget. Times are exact integers (each chain's times are
+      integer multiples of one quantum), so ties are exact.
+   3. Hundreds of random heterogeneous chains (1..7 stages, plus a few of 8..10), each at several
+      budgets, planned with every policy: OPTIMAL must match the search exactly (feasibility,
+      time, tie-broken peak, min_budget) and every plan must replay in sim() with the time and
+      peak it reports. ckpt_schedule_simulate must agree with sim() on every schedule checked,
+      and on random walks through the schedule space and mutations of them.
+
+   Exit 0 on success, 1 on any failure (each failure prints the chain, the budget and the ops). */
+#define CKPT_IMPLEMENTATION
+#include "../ckpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAXN 10              /* largest chain the search handles */
+#define MAX_OPS 4096         /* longest schedule the test stores */
+#define SEED 0x9e3779b97f4a7c15ull
+
+/* ------------------------------------------------------------------------------------------
+   PRNG: xorshift64*, fixed seed, so every run sees the same chains. */
+static uint64_t rng_state = SEED;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545f4914f6cdd1dull;
+}
+static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); } /* [lo,hi] */
+static int rnd_chance(int percent) { return (int)(rnd() % 100u) < percent; }
+
+/* ------------------------------------------------------------------------------------------
+   A test chain: library costs (0-based, as ckpt_plan_create wants them) plus the same times as
+   integers in units of `quantum` (f = fq * quantum exactly as a rational number). */
+typedef struct chain {
+    int n;
+    ckpt_cost c[MAXN];
+    long long fq[MAXN + 1], bq[MAXN + 1];   /* 1-based integer times */
+    double quantum;
+    int dyadic;                             /* quantum is a power of two: doubles sum exactly */
+    uint64_t unit;
+    char name[48];
+} chain;
+
+static double chain_time(const chain *ch, long long units) { return (double)units * ch->quantum; }
+
+/* 1-based accessors for the cost model's names. */
+#define A(ch, i) ((ch)->c[(i) - 1].a)
+#define T_(ch, i) ((ch)->c[(i) - 1].t)
+#define WF(ch, i) ((ch)->c[(i) - 1].wf)
+#define WB(ch, i) ((ch)->c[(i) - 1].wb)
+#define NOCK(ch, i) (((ch)->c[(i) - 1].flags & CKPT_STAGE_NO_CHECKPOINT) != 0u)
+
+/* ------------------------------------------------------------------------------------------
+   Failure reporting. */
+static int n_failures = 0;
+static int n_notes = 0;
+#define MAX_PRINTED_FAILURES 25
+
+static void print_ops(FILE *f, const ckpt_op *ops, int n_ops) {
+    int k;
+    for (k = 0; k < n_ops; k++) {
+        if (ops[k].kind == CKPT_OP_F)
+            fprintf(f, " F%d%s", ops[k].stage, ops[k].tape ? "*" : "");
+        else if (ops[k].kind == CKPT_OP_B)
+            fprintf(f, " B%d", ops[k].stage);
+        else
+            fprintf(f, " ?%d/%d", (int)ops[k].kind, ops[k].stage);
+    }
+    fprintf(f, "   (F<i>* keeps its tape)\n");
+}
+
+static void print_chain(FILE *f, const chain *ch) {
+    int i;
+    fprintf(f, "  chain %s: n=%d quantum=%g unit=%llu\n", ch->name, ch->n, ch->quantum,
+            (unsigned long long)ch->unit);
+    fprintf(f, "  ckpt_cost costs[%d] = {  /* f, b, a, t, wf, wb, flags */\n", ch->n);
+    for (i = 0; i < ch->n; i++)
+        fprintf(f, "    {%.17g, %.17g, %llu, %llu, %llu, %llu, %u},\n", ch->c[i].f, ch->c[i].b,
+                (unsigned long long)ch->c[i].a, (unsigned long long)ch->c[i].t,
+                (unsigned long long)ch->c[i].wf, (unsigned long long)ch->c[i].wb, ch->c[i].flags);
+    fprintf(f, "  };\n");
+}
+
+/* Prints the header of a failure; returns 1 when details should follow. */
+static int fail_begin(const chain *ch, const char *policy, int k, uint64_t budget) {
+    n_failures++;
+    if (n_failures > MAX_PRINTED_FAILURES) return 0;
+    fprintf(stderr, "FAIL #%d: policy %s", n_failures, policy);
+    if (k >= 0) fprintf(stderr, " k=%d", k);
+    fprintf(stderr, " budget %llu\n", (unsigned long long)budget);
+    if (ch) print_chain(stderr, ch);
+    return 1;
+}
+
+static int time_eq(double x, double y) {
+    double m = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
+    return fabs(x - y) <= 1e-9 * m + 1e-12;
+}
+
+/* ==========================================================================================
+   1. The simulator, written from DESIGN.md.
+
+   Buffers: X[1..n-1] (a_i), T[1..n] (t_i), G[1..n-1] (a_i); X[n] lives during F(n) only; X[0],
+   G[0], G[n] are the caller's. Each write of a buffer starts a version that lives from that op
+   to its last read before the next write (its write alone if never read). B(i) additionally
+   ends the versions of T[i], G[i] and X[i-1] it reads. A read needs a version alive at that
+   point. Peak is the largest sum, during one op, of live versions plus that op's transients
+   (wf_i, the unkept tape t_i, wb_i). */
+typedef struct sim_result {
+    int ok;
+    double time;
+    uint64_t peak;
+    int bad_op;         /* first offending op, -1 if none or structural at the end */
+    int degenerate;     /* writes an unread buffer that is rewritten, or a useless op */
+    char msg[160];
+} sim_result;
+
+static int sim_fail(sim_result *r, int k, const char *fmt, int i) {
+    r->ok = 0;
+    r->bad_op = k;
+    snprintf(r->msg, sizeof r->msg, fmt, i);
+    return 0;
+}
+
+typedef struct version { int start, last, nreads; } version;  /* start -1: no live version */
+
+static int sim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, sim_result *r) {
+    static uint64_t add[MAX_OPS + 1], sub[MAX_OPS + 1], trans[MAX_OPS + 1];
+    version xv[MAXN + 1], tv[MAXN + 1];
+    int nock_used[MAXN + 2];    /* F(i) already ran from the current X[i-1] version */
+    int fn_at = -1, next_b = n, k, i;
+    uint64_t cur;
+
+    memset(r, 0, sizeof *r);
+    r->bad_op = -1;
+    r->ok = 1;
+    if (n < 1 || n > MAXN || n_ops < 0 || n_ops > MAX_OPS) return sim_fail(r, -1, "bad sizes%d", 0);
+    memset(add, 0, sizeof(uint64_t) * (size_t)(n_ops + 1));
+    memset(sub, 0, sizeof(uint64_t) * (size_t)(n_ops + 1));
+    memset(trans, 0, sizeof(uint64_t) * (size_t)(n_ops + 1));
+    for (i = 0; i <= MAXN; i++) {
+        xv[i].start = tv[i].start = -1;
+        xv[i].last = tv[i].last = -1;
+        xv[i].nreads = tv[i].nreads = 0;
+    }
+    for (i = 0; i < MAXN + 2; i++) nock_used[i] = 0;
+
+#define END_VERSION(v, bytes)                                                            \
+    do {                                                                                 \
+        add[(v).start] += (bytes);                                                       \
+        sub[(v).nreads ? (v).last : (v).start] += (bytes);                               \
+        (v).start = -1;                                                                  \
+    } while (0)
+
+    for (k = 0; k < n_ops; k++) {
+        const ckpt_op *op = &ops[k];
+        i = op->stage;
+        if (i < 1 || i > n) return sim_fail(r, k, "stage %d out of range", i);
+        if (op->kind == CKPT_OP_F) {
+            const ckpt_cost *s = &c[i - 1];
+            if (op->tape != 0 && op->tape != 1) return sim_fail(r, k, "F tape flag %d not 0/1", op->tape);
+            if (next_b == 0) r->degenerate = 1;                  /* op after B(1) */
+            if (fn_at >= 0 && i > next_b) r->degenerate = 1;     /* its B already ran */
+            if (i == n) {
+                if (fn_at >= 0) return sim_fail(r, k, "F(%d) runs twice", n);
+                if (!op->tape) return sim_fail(r, k, "F(%d) must keep its tape", n);
+            }
+            r->time += s->f;
+            /* read X[i-1] */
+            if (i >= 2) {
+                if (xv[i - 1].start < 0) return sim_fail(r, k, "F(%d) reads X[i-1], which is not live", i);
+                xv[i - 1].last = k;
+                xv[i - 1].nreads++;
+            }
+            if (s->flags & CKPT_STAGE_NO_CHECKPOINT) {
+                if (nock_used[i])
+                    return sim_fail(r, k, "F(%d) runs twice from the same input (no-checkpoint stage)", i);
+                nock_used[i] = 1;
+            }
+            /* write X[i] */
+            if (i < n) {
+                if (xv[i].start >= 0) {
+                    if (xv[i].nreads == 0) r->degenerate = 1;
+                    END_VERSION(xv[i], s->a);
+                }
+                xv[i].start = k;
+                xv[i].last = k;
+                xv[i].nreads = 0;
+                nock_used[i + 1] = 0;
+            } else {
+                add[k] += s->a;     /* X[n]: the caller reads it right after F(n) */
+                sub[k] += s->a;
+                fn_at = k;
+            }
+            /* the tape */
+            if (op->tape) {
+                if (tv[i].start >= 0) {
+                    r->degenerate = 1;
+                    END_VERSION(tv[i], s->t);
+                }
+                tv[i].start = k;
+                tv[i].last = k;
+                tv[i].nreads = 0;
+            } else {
+                trans[k] += s->t;
+            }
+            trans[k] += s->wf;
+        } else if (op->kind == CKPT_OP_B) {
+            const ckpt_cost *s = &c[i - 1];
+            if (fn_at < 0) return sim_fail(r, k, "B(%d) before F(n)", i);
+            if (i != next_b) return sim_fail(r, k, "B(%d) out of order", i);
+            if (tv[i].start < 0) return sim_fail(r, k, "B(%d) needs T[i], which is not live", i);
+            if (i >= 2 && xv[i - 1].start < 0) return sim_fail(r, k, "B(%d) needs X[i-1], which is not live", i);
+            r->time += s->b;
+            tv[i].last = k;
+            tv[i].nreads++;
+            END_VERSION(tv[i], s->t);
+            if (i >= 2) {
+                xv[i - 1].last = k;
+                xv[i - 1].nreads++;
+                END_VERSION(xv[i - 1], c[i - 2].a);
+                add[k] += c[i - 2].a;       /* G[i-1] is written now ... */
+            }
+            if (i < n) sub[k] += s->a;      /* ... G[i] (written by B(i+1)) is freed */
+            trans[k] += s->wb;
+            next_b--;
+        } else {
+            return sim_fail(r, k, "unknown op kind %d", (int)op->kind);
+        }
+    }
+    if (fn_at < 0) return sim_fail(r, -1, "no F(%d)", n);
+    if (next_b != 0) return sim_fail(r, -1, "B(%d) never runs", next_b);
+    for (i = 1; i <= n; i++) {
+        if (xv[i].start >= 0) END_VERSION(xv[i], c[i - 1].a);
+        if (tv[i].start >= 0) {
+            r->degenerate = 1;      /* a kept tape nobody reads */
+            END_VERSION(tv[i], c[i - 1].t);
+        }
+    }
+#undef END_VERSION
+    cur = 0;
+    for (k = 0; k < n_ops; k++) {
+        uint64_t during;
+        cur += add[k];
+        during = cur + trans[k];
+        if (during > r->peak) r->peak = during;
+        cur -= sub[k];
+    }
+    if (cur != 0) return sim_fail(r, -1, "internal: %d bytes left live at the end", (int)cur);
+    return 1;
+}
+
+/* ==========================================================================================
+   2. The exhaustive search.
+
+   State (packed in 64 bits): X = live X[1..n-1] (bits 0..9), T = live T[1..n] (bits 10..20),
+   phase (bits 24..27: 0 forward, 1+j after F(n) with j B's done, so the next B is B(n-j);
+   n+1 is the end), C = no-checkpoint bits (bits 32..42: bit i set when F(i) of a flagged stage
+   already ran from the live X[i-1]; kept only while X[i-1] is live, so states stay canonical).
+   Live bytes of a state: its X's and T's plus G[p] for the next B(p) with p < n. */
+#define ST_X(s) ((unsigned)((s) & 0x3ffu))
+#define ST_T(s) ((unsigned)(((s) >> 10) & 0x7ffu))
+#define ST_PH(s) ((int)(((s) >> 24) & 0xfu))
+#define ST_C(s) ((unsigned)(((s) >> 32) & 0x7ffu))
+#define ST_MAKE(x, t, ph, cb) \
+    ((uint64_t)(x) | ((uint64_t)(t) << 10) | ((uint64_t)(ph) << 24) | ((uint64_t)(cb) << 32))
+
+typedef struct node {
+    uint64_t key;
+    long long time;
+    uint64_t peak;
+    int parent;
+    ckpt_op op;     /* the op that reached this node */
+    int closed;
+} node;
+
+typedef struct heap_item { long long time; uint64_t peak; int idx; } heap_item;
+
+static node *nodes;
+static int n_nodes, cap_nodes;
+static int *htab;           /* open addressing, node index + 1, 0 empty */
+static size_t htab_cap;
+static heap_item *heap;
+static int heap_len, heap_cap;
+static long long search_expanded_total;
+
+static size_t hash_slot(uint64_t key) {
+    key ^= key >> 31;
+    key *= 0x9e3779b97f4a7c15ull;
+    key ^= key >> 29;
+    return (size_t)key & (htab_cap - 1);
+}
+
+static void search_reset(void) {
+    n_nodes = 0;
+    heap_len = 0;
+    if (!htab) {
+        htab_cap = 1u << 12;
+        htab = (int *)calloc(htab_cap, sizeof(int));
+    } else {
+        memset(htab, 0, htab_cap * sizeof(int));
+    }
+}
+
+static void htab_grow(void) {
+    size_t i;
+    free(htab);
+    htab_cap *= 2;
+    htab = (int *)calloc(htab_cap, sizeof(int));
+    for (i = 0; i < (size_t)n_nodes; i++) {
+        size_t s = hash_slot(nodes[i].key);
+        while (htab[s]) s = (s + 1) & (htab_cap - 1);
+        htab[s] = (int)i + 1;
+    }
+}
+
+/* Finds or creates the node for key; returns its index. */
+static int node_get(uint64_t key, int *created) {
+    size_t s;
+    if ((size_t)(n_nodes + 1) * 2 > htab_cap) htab_grow();
+    s = hash_slot(key);
+    while (htab[s]) {
+        if (nodes[htab[s] - 1].key == key) {
+            *created = 0;
+            return htab[s] - 1;
+        }
+        s = (s + 1) & (htab_cap - 1);
+    }
+    if (n_nodes == cap_nodes) {
+        cap_nodes = cap_nodes ? cap_nodes * 2 : 4096;
+        nodes = (node *)realloc(nodes, sizeof(node) * (size_t)cap_nodes);
+    }
+    nodes[n_nodes].key = key;
+    nodes[n_nodes].closed = 0;
+    htab[s] = n_nodes + 1;
+    *created = 1;
+    return n_nodes++;
+}
+
+/* mode 0: lexicographic (time, peak); mode 1: (peak, time) = smallest feasible budget. */
+static int search_mode;
+static int item_less(const heap_item *x, const heap_item *y) {
+    if (search_mode == 0) {
+        if (x->time != y->time) return x->time < y->time;
+        return x->peak < y->peak;
+    }
+    if (x->peak != y->peak) return x->peak < y->peak;
+    return x->time < y->time;
+}
+
+static void heap_push(heap_item it) {
+    int j;
+    if (heap_len == heap_cap) {
+        heap_cap = heap_cap ? heap_cap * 2 : 4096;
+        heap = (heap_item *)realloc(heap, sizeof(heap_item) * (size_t)heap_cap);
+    }
+    j = heap_len++;
+    while (j > 0 && item_less(&it, &heap[(j - 1) / 2])) {
+        heap[j] = heap[(j - 1) / 2];
+        j = (j - 1) / 2;
+    }
+    heap[j] = it;
+}
+
+static heap_item heap_pop(void) {
+    heap_item top = heap[0], last = heap[--heap_len];
+    int j = 0;
+    for (;;) {
+        int l = 2 * j + 1, m;
+        if (l >= heap_len) break;
+        m = (l + 1 < heap_len && item_less(&heap[l + 1], &heap[l])) ? l + 1 : l;
+        if (!item_less(&heap[m], &last)) break;
+        heap[j] = heap[m];
+        j = m;
+    }
+    if (heap_len > 0) heap[j] = last;
+    return top;
+}
+
+static uint64_t state_live(const chain *ch, uint64_t s) {
+    unsigned x = ST_X(s), t = ST_T(s);
+    int ph = ST_PH(s), n = ch->n, i;
+    uint64_t live = 0;
+    for (i = 1; i < n; i++)
+        if (x & (1u << i)) live += A(ch, i);
+    for (i = 1; i <= n; i++)
+        if (t & (1u << i)) live += T_(ch, i);
+    if (ph >= 1 && ph <= n) {
+        int p = n - (ph - 1);
+        if (p < n) live += A(ch, p);
+    }
+    return live;
+}
+
+/* Note: X bit i is bit i of the mask (bit 0 unused: X[0] is always live); T likewise. */
+typedef struct search_result {
+    int feasible;
+    long long time;     /* in quanta */
+    uint64_t peak;
+    ckpt_op ops[MAX_OPS];
+    int n_ops;
+    int states;
+} search_result;
+
+static void relax(int from, uint64_t key, long long time, uint64_t peak, ckpt_op op) {
+    int created, idx = node_get(key, &created);
+    heap_item it;
+    node *nd = &nodes[idx];
+    it.time = time;
+    it.peak = peak;
+    it.idx = idx;
+    if (!created) {
+        heap_item old;
+        if (nd->closed) return;
+        old.time = nd->time;
+        old.peak = nd->peak;
+        old.idx = idx;
+        if (!item_less(&it, &old)) return;
+    }
+    nd->time = time;
+    nd->peak = peak;
+    nd->parent = from;
+    nd->op = op;
+    heap_push(it);
+}
+
+static void search(const chain *ch, uint64_t budget, int mode, search_result *res) {
+    int n = ch->n, goal = -1;
+    int created;
+    int start;
+    search_mode = mode;
+    search_reset();
+    start = node_get(ST_MAKE(0, 0, 0, 0), &created);
+    nodes[start].time = 0;
+    nodes[start].peak = 0;
+    nodes[start].parent = -1;
+    {
+        heap_item it;
+        it.time = 0;
+        it.peak = 0;
+        it.idx = start;
+        heap_push(it);
+    }
+    while (heap_len > 0) {
+        heap_item it = heap_pop();
+        node *nd = &nodes[it.idx];
+        uint64_t s, live;
+        unsigned x, t, cb;
+        int ph, p, i, cur = it.idx;
+        if (nd->closed || nd->time != it.time || nd->peak != it.peak) continue;
+        nd->closed = 1;
+        search_expanded_total++;
+        s = nd->key;
+        if (ST_PH(s) == n + 1) {
+            goal = cur;
+            break;
+        }
+        x = ST_X(s);
+        t = ST_T(s);
+        ph = ST_PH(s);
+        cb = ST_C(s);
+        live = state_live(ch, s);
+        p = ph == 0 ? n : n - (ph - 1);     /* next B (in the forward phase: none yet) */
+        /* F(i, tape), dropping or keeping its input and output */
+        for (i = 1; i <= n; i++) {
+            uint64_t during = live + A(ch, i) + T_(ch, i) + WF(ch, i);
+            int tape, keep_in, keep_out;
+            if (ph > 0 && (i >= n || i > p)) continue;          /* F(n) once; useless F after its B */
+            if (i >= 2 && !(x & (1u << (i - 1)))) continue;     /* input not live */
+            if (i < n && (x & (1u << i))) continue;             /* output already live */
+            if (NOCK(ch, i) && (cb & (1u << i))) continue;      /* no-checkpoint stage */
+            if (during > budget) continue;
+            for (tape = 0; tape <= 1; tape++) {
+                if (i == n && !tape) continue;
+                if (tape && (t & (1u << i))) continue;
+                for (keep_out = 0; keep_out <= 1; keep_out++) {
+                    if (i == n && keep_out) continue;           /* X[n] goes to the caller */
+                    if (ph > 0 && i == p && keep_out) continue; /* X[p] has no reader left */
+                    if (i < n && !keep_out && !tape) continue;  /* useless */
+                    for (keep_in = (i >= 2 ? 0 : 1); keep_in <= 1; keep_in++) {
+                        unsigned nx = x, nt = t, nc = cb;
+                        int nph = ph;
+                        ckpt_op op;
+                        if (!keep_in) {
+                            nx &= ~(1u << (i - 1));
+                            nc &= ~(1u << i);
+                        } else if (NOCK(ch, i)) {
+                            nc |= 1u << i;
+                        }
+                        if (i == 1 && NOCK(ch, 1)) nc |= 1u << 1;   /* X[0] is never rewritten */
+                        if (i < n) {
+                            nc &= ~(1u << (i + 1));                 /* X[i] is a new version */
+                            if (keep_out) nx |= 1u << i;
+                        }
+                        if (tape) nt |= 1u << i;
+                        if (i == n) nph = 1;
+                        op.kind = CKPT_OP_F;
+                        op.stage = i;
+                        op.tape = tape;
+                        relax(cur, ST_MAKE(nx, nt, nph, nc), it.time + ch->fq[i],
+                              during > it.peak ? during : it.peak, op);
+                    }
+                }
+            }
+        }
+        /* B(p) */
+        if (ph > 0 && (t & (1u << p)) && (p == 1 || (x & (1u << (p - 1))))) {
+            uint64_t during = live + (p > 1 ? A(ch, p - 1) : 0) + WB(ch, p);
+            if (during <= budget) {
+                unsigned nx = x & ~(1u << (p - 1)), nt = t & ~(1u << p), nc = cb & ~(1u << p);
+                ckpt_op op;
+                if (p == 1) nc &= ~(1u << 1);
+                op.kind = CKPT_OP_B;
+                op.stage = p;
+                op.tape = 0;
+                if (p == 1) nx = 0;
+                relax(cur, ST_MAKE(nx, nt, ph + 1, p == 1 ? 0u : nc), it.time + ch->bq[p],
+                      during > it.peak ? during : it.peak, op);
+            }
+        }
+    }
+    res->states = n_nodes;
+    res->n_ops = 0;
+    if (goal < 0) {
+        res->feasible = 0;
+        return;
+    }
+    res->feasible = 1;
+    res->time = nodes[goal].time;
+    res->peak = nodes[goal].peak;
+    {
+        int len = 0, j;
+        for (j = goal; nodes[j].parent >= 0; j = nodes[j].parent) len++;
+        if (len > MAX_OPS) len = MAX_OPS;
+        res->n_ops = len;
+        for (j = goal; nodes[j].parent >= 0 && len > 0; j = nodes[j].parent) res->ops[--len] = nodes[j].op;
+    }
+}
+
+/* ==========================================================================================
+   3. Checks against the library. */
+static int n_chains, n_checks, n_infeasible_checks, n_policy_plans, n_policy_infeasible;
+static int n_sim_compares, n_fuzz, n_fuzz_invalid;
+
+/* ckpt_schedule_simulate must agree with sim() (validity; time and peak when valid). When
+   `fatal_if_degenerate` is 0, a validity disagreement on a degenerate schedule is only a note. */
+static void compare_library_sim(const chain *ch, const ckpt_op *ops, int n_ops, const sim_result *mine,
+                                const char *what, int fatal_if_degenerate) {
+    double lt = -1.0;
+    uint64_t lp = 0;
+    int bad = -2;
+    ckpt_result r = ckpt_schedule_simulate(ch->c, ch->n, ops, n_ops, &lt, &lp, &bad);
+    n_sim_compares++;
+    if (mine->ok && r == CKPT_OK && time_eq(lt, mine->time) && lp == mine->peak) return;
+    if (!mine->ok && r == CKPT_ERR_BAD_SCHEDULE) return;
+    if (mine->ok != (r == CKPT_OK) && mine->degenerate && !fatal_if_degenerate) {
+        n_notes++;
+        if (n_notes <= 5) {
+            fprintf(stderr, "NOTE: %s: degenerate schedule, validity differs: mine %s, library %s (bad_op %d)\n",
+                    what, mine->ok ? "valid" : mine->msg, ckpt_result_string(r), bad);
+            print_chain(stderr, ch);
+            fprintf(stderr, "  ops:");
+            print_ops(stderr, ops, n_ops);
+        }
+        return;
+    }
+    if (fail_begin(ch, what, -1, 0)) {
+        fprintf(stderr, "  ckpt_schedule_simulate disagrees with the reference simulator\n");
+        fprintf(stderr, "  reference: %s time %.17g peak %llu (op %d)\n", mine->ok ? "valid" : mine->msg,
+                mine->time, (unsigned long long)mine->peak, mine->bad_op);
+        fprintf(stderr, "  library:   %s time %.17g peak %llu bad_op %d\n", ckpt_result_string(r), lt,
+                (unsigned long long)lp, bad);
+        fprintf(stderr, "  ops:");
+        print_ops(stderr, ops, n_ops);
+    }
+}
+
+typedef struct chain_facts {
+    uint64_t min_budget;        /* smallest feasible budget over all schedules */
+    double store_all_time;
+    uint64_t store_all_peak;
+} chain_facts;
+
+static void store_all_ops(int n, ckpt_op *ops, int *n_ops) {
+    int i, k = 0;
+    for (i = 1; i <= n; i++) {
+        ops[k].kind = CKPT_OP_F;
+        ops[k].stage = i;
+        ops[k].tape = 1;
+        k++;
+    }
+    for (i = n; i >= 1; i--) {
+        ops[k].kind = CKPT_OP_B;
+        ops[k].stage = i;
+        ops[k].tape = 0;
+        k++;
+    }
+    *n_ops = k;
+}
+
+/* Checks one library plan of any policy: replays in sim(), reported figures, ckpt_schedule_simulate. */
+static int check_plan_replay(const chain *ch, const char *pname, int kk, uint64_t budget, const ckpt_plan *plan,
+                             const ckpt_plan_info *info, sim_result *sr) {
+    int n_ops = -1, ok = 1, n_f = 0, j;
+    const ckpt_op *ops = ckpt_plan_ops(plan, &n_ops);
+    const ckpt_plan_info *gi = ckpt_plan_get_info(plan);
+    if (!ops || n_ops < 0 || n_ops > MAX_OPS) {
+        if (fail_begin(ch, pname, kk, budget))
+            fprintf(stderr, "  ckpt_plan_ops returned %p with n_ops %d\n", (const void *)ops, n_ops);
+        return 0;
+    }
+    sim(ch->c, ch->n, ops, n_ops, sr);
+    for (j = 0; j < n_ops; j++) n_f += ops[j].kind == CKPT_OP_F;
+    if (!sr->ok || sr->peak > budget || !time_eq(sr->time, info->time) || sr->peak != info->peak ||
+        info->n_ops != n_ops || info->n_recomputed != n_f - ch->n || info->budget != budget || !gi ||
+        gi->peak != info->peak || !time_eq(gi->time, info->time)) {
+        ok = 0;
+        if (fail_begin(ch, pname, kk, budget)) {
+            fprintf(stderr, "  plan does not replay as reported\n");
+            fprintf(stderr, "  reference sim: %s, time %.17g, peak %llu (op %d)\n", sr->ok ? "valid" : sr->msg,
+                    sr->time, (unsigned long long)sr->peak, sr->bad_op);
+            fprintf(stderr, "  info: time %.17g peak %llu budget %llu n_ops %d n_recomputed %d (ops %d, F %d)\n",
+                    info->time, (unsigned long long)info->peak, (unsigned long long)info->budget, info->n_ops,
+                    info->n_recomputed, n_ops, n_f);
+            fprintf(stderr, "  ops:");
+            print_ops(stderr, ops, n_ops);
+        }
+    }
+    compare_library_sim(ch, ops, n_ops, sr, pname, 1);
+    return ok;
+}
+
+static void check_common_info(const chain *ch, const char *pname, int kk, uint64_t budget,
+                              const ckpt_plan_info *info, const chain_facts *facts, ckpt_policy pol) {
+    if (info->policy != pol || info->budget != budget || !time_eq(info->store_all_time, facts->store_all_time) ||
+        info->store_all_peak != facts->store_all_peak) {
+        if (fail_begin(ch, pname, kk, budget))
+            fprintf(stderr, "  info: policy %d (want %d) budget %llu store_all %.17g/%llu (want %.17g/%llu)\n",
+                    (int)info->policy, (int)pol, (unsigned long long)info->budget, info->store_all_time,
+                    (unsigned long long)info->store_all_peak, facts->store_all_time,
+                    (unsigned long long)facts->store_all_peak);
+    }
+}
+
+static void check_optimal(const chain *ch, uint64_t budget, const chain_facts *facts, search_result *best,
+                          double *opt_time) {
+    static search_result mine;
+    ckpt_plan_desc d;
+    ckpt_plan *plan = NULL;
+    ckpt_plan_info info;
+    ckpt_result r;
+    sim_result sr;
+
+    search(ch, budget, 0, &mine);
+    *best = mine;
+    memset(&d, 0, sizeof d);
+    d.policy = CKPT_POLICY_OPTIMAL;
+    d.budget = budget;
+    memset(&info, 0, sizeof info);
+    r = ckpt_plan_create(ch->c, ch->n, &d, &plan, &info);
+    n_checks++;
+    *opt_time = mine.feasible ? chain_time(ch, mine.time) : -1.0;
+
+    /* the search's own schedule must replay in sim() (checks the two references against each other) */
+    if (mine.feasible) {
+        sim(ch->c, ch->n, mine.ops, mine.n_ops, &sr);
+        if (!sr.ok || !time_eq(sr.time, *opt_time) || sr.peak > mine.peak) {
+            if (fail_begin(ch, "reference-self-check", -1, budget)) {
+                fprintf(stderr, "  search path: time %.17g peak %llu; sim: %s time %.17g peak %llu\n", *opt_time,
+                        (unsigned long long)mine.peak, sr.ok ? "valid" : sr.msg, sr.time,
+                        (unsigned long long)sr.peak);
+                fprintf(stderr, "  ops:");
+                print_ops(stderr, mine.ops, mine.n_ops);
+            }
+        }
+        compare_library_sim(ch, mine.ops, mine.n_ops, &sr, "simulate(search path)", 1);
+    }
+
+    if (!mine.feasible) {
+        n_infeasible_checks++;
+        if (r != CKPT_ERR_INFEASIBLE || plan != NULL || info.min_budget != facts->min_budget) {
+            if (fail_begin(ch, "optimal", -1, budget)) {
+                fprintf(stderr, "  expected CKPT_ERR_INFEASIBLE with min_budget %llu; got %s, plan %p, min_budget %llu\n",
+                        (unsigned long long)facts->min_budget, ckpt_result_string(r), (void *)plan,
+                        (unsigned long long)info.min_budget);
+                if (r == CKPT_OK && plan) {
+                    int no;
+                    const ckpt_op *ops = ckpt_plan_ops(plan, &no);
+                    fprintf(stderr, "  library time %.17g peak %llu ops:", info.time, (unsigned long long)info.peak);
+                    if (ops) print_ops(stderr, ops, no);
+                    else fprintf(stderr, " (null)\n");
+                }
+            }
+        }
+        check_common_info(ch, "optimal", -1, budget, &info, facts, CKPT_POLICY_OPTIMAL);
+        ckpt_plan_destroy(plan);
+        return;
+    }
+    if (r != CKPT_OK || !plan) {
+        if (fail_begin(ch, "optimal", -1, budget)) {
+            fprintf(stderr, "  expected a plan of time %.17g peak %llu; got %s (min_budget %llu)\n", *opt_time,
+                    (unsigned long long)mine.peak, ckpt_result_string(r), (unsigned long long)info.min_budget);
+            fprintf(stderr, "  an optimal schedule:");
+            print_ops(stderr, mine.ops, mine.n_ops);
+        }
+        ckpt_plan_destroy(plan);
+        return;
+    }
+    check_common_info(ch, "optimal", -1, budget, &info, facts, CKPT_POLICY_OPTIMAL);
+    if (check_plan_replay(ch, "optimal", -1, budget, plan, &info, &sr)) {
+        int tie_ok = info.peak == mine.peak;
+        if (!time_eq(info.time, *opt_time) || info.min_budget != facts->min_budget ||
+            (ch->n <= CKPT_EXACT_SEARCH_MAX_STAGES && info.guarantee != CKPT_GUARANTEE_ALL_SCHEDULES)) {
+            if (fail_begin(ch, "optimal", -1, budget)) {
+                fprintf(stderr, "  expected time %.17g (peak %llu) min_budget %llu guarantee ALL_SCHEDULES\n",
+                        *opt_time, (unsigned long long)mine.peak, (unsigned long long)facts->min_budget);
+                fprintf(stderr, "  got      time %.17g (peak %llu) min_budget %llu guarantee %d unit %llu\n",
+                        info.time, (unsigned long long)info.peak, (unsigned long long)info.min_budget,
+                        (int)info.guarantee, (unsigned long long)info.unit);
+                fprintf(stderr, "  library ops:");
+                {
+                    int no;
+                    const ckpt_op *ops = ckpt_plan_ops(plan, &no);
+                    print_ops(stderr, ops, no);
+                }
+                fprintf(stderr, "  an optimal schedule:");
+                print_ops(stderr, mine.ops, mine.n_ops);
+            }
+        } else if (!tie_ok) {
+            /* Ties go to the smaller peak. Exact when the chain's times are dyadic; with times
+               like 0.1 the library's float sums may legitimately split a tie. */
+            if (ch->dyadic) {
+                if (fail_begin(ch, "optimal (tie-break)", -1, budget)) {
+                    fprintf(stderr, "  time %.17g is optimal, but its peak %llu is not the smallest among "
+                                    "optimal-time schedules (%llu)\n",
+                            info.time, (unsigned long long)info.peak, (unsigned long long)mine.peak);
+                    fprintf(stderr, "  library ops:");
+                    {
+                        int no;
+                        const ckpt_op *ops = ckpt_plan_ops(plan, &no);
+                        print_ops(stderr, ops, no);
+                    }
+                    fprintf(stderr, "  smaller-peak schedule:");
+                    print_ops(stderr, mine.ops, mine.n_ops);
+                }
+            } else {
+                n_notes++;
+            }
+        }
+    }
+    ckpt_plan_destroy(plan);
+}
+
+static void check_policy(const chain *ch, uint64_t budget, const chain_facts *facts, ckpt_policy pol, int k,
+                         double opt_time, const char *pname) {
+    ckpt_plan_desc d;
+    ckpt_plan *plan = NULL;
+    ckpt_plan_info info;
+    ckpt_result r;
+    sim_result sr;
+    int kk = pol == CKPT_POLICY_EVERY_K ? k : -1;
+    memset(&d, 0, sizeof d);
+    d.policy = pol;
+    d.budget = budget;
+    d.k = k;
+    memset(&info, 0, sizeof info);
+    r = ckpt_plan_create(ch->c, ch->n, &d, &plan, &info);
+    n_policy_plans++;
+    if (r == CKPT_ERR_INFEASIBLE) {
+        n_policy_infeasible++;
+        check_common_info(ch, pname, kk, budget, &info, facts, pol);
+        if (plan != NULL || !(budget < info.min_budget) || info.min_budget < facts->min_budget ||
+            (pol == CKPT_POLICY_STORE_ALL && info.min_budget != facts->store_all_peak)) {
+            if (fail_begin(ch, pname, kk, budget))
+                fprintf(stderr, "  CKPT_ERR_INFEASIBLE but min_budget %llu (budget %llu, optimal min_budget %llu, "
+                                "store-all peak %llu), plan %p\n",
+                        (unsigned long long)info.min_budget, (unsigned long long)budget,
+                        (unsigned long long)facts->min_budget, (unsigned long long)facts->store_all_peak,
+                        (void *)plan);
+        }
+        ckpt_plan_destroy(plan);
+        return;
+    }
+    if (r != CKPT_OK || !plan) {
+        if (fail_begin(ch, pname, kk, budget))
+            fprintf(stderr, "  unexpected result %s\n", ckpt_result_string(r));
+        ckpt_plan_destroy(plan);
+        return;
+    }
+    check_common_info(ch, pname, kk, budget, &info, facts, pol);
+    if (check_plan_replay(ch, pname, kk, budget, plan, &info, &sr)) {
+        int bad = 0;
+        if (opt_time < 0.0) bad = 1;    /* a plan where the search proved none exists */
+        else if (info.time < opt_time && !time_eq(info.time, opt_time)) bad = 1;
+        if (budget < info.min_budget || info.min_budget < facts->min_budget) bad = 1;
+        if (pol == CKPT_POLICY_STORE_ALL &&
+            (info.peak != facts->store_all_peak || !time_eq(info.time, facts->store_all_time) ||
+             info.min_budget != facts->store_all_peak || info.n_recomputed != 0))
+            bad = 1;
+        if (pol == CKPT_POLICY_EVERY_K && k > 0 && info.k != k) bad = 1;
+        if (bad && fail_begin(ch, pname, kk, budget)) {
+            int no;
+            const ckpt_op *ops = ckpt_plan_ops(plan, &no);
+            fprintf(stderr, "  got time %.17g peak %llu min_budget %llu k %d; optimal time %.17g, optimal min_budget "
+                            "%llu, store-all %.17g/%llu\n",
+                    info.time, (unsigned long long)info.peak, (unsigned long long)info.min_budget, info.k, opt_time,
+                    (unsigned long long)facts->min_budget, facts->store_all_time,
+                    (unsigned long long)facts->store_all_peak);
+            fprintf(stderr, "  ops:");
+            print_ops(stderr, ops, no);
+        }
+    }
+    ckpt_plan_destroy(plan);
+}
+
+/* Random valid schedules (random walks through the search's state space, no budget) and
+   mutations of them: ckpt_schedule_simulate must agree with sim(). */
+static void random_walk(const chain *ch, ckpt_op *ops, int *n_ops) {
+    int n = ch->n, len = 0;
+    unsigned x = 0, t = 0, cb = 0;
+    int ph = 0;
+    while (ph != n + 1 && len < 200) {
+        ckpt_op cand[4 * MAXN + 1];
+        unsigned cx[4 * MAXN + 1], ctp[4 * MAXN + 1], cc[4 * MAXN + 1];
+        int nc = 0, i, p = ph == 0 ? n : n - (ph - 1), pick, want_b;
+        for (i = 1; i <= n; i++) {
+            int tape, keep_in, keep_out;
+            if (ph > 0 && (i >= n || i > p)) continue;
+            if (i >= 2 && !(x & (1u << (i - 1)))) continue;
+            if (i < n && (x & (1u << i))) continue;
+            if (NOCK(ch, i) && (cb & (1u << i))) continue;
+            for (tape = 0; tape <= 1; tape++) {
+                if ((i == n && !tape) || (tape && (t & (1u << i)))) continue;
+                for (keep_out = 0; keep_out <= 1; keep_out++) {
+                    if ((i == n && keep_out) || (ph > 0 && i == p && keep_out) || (i < n && !keep_out && !tape))
+                        continue;
+                    for (keep_in = (i >= 2 ? 0 : 1); keep_in <= 1; keep_in++) {
+                        unsigned nx = x, nt = t, ncb = cb;
+                        if (!keep_in) {
+                            nx &= ~(1u << (i - 1));
+                            ncb &= ~(1u << i);
+                        } else if (NOCK(ch, i)) {
+                            ncb |= 1u << i;
+                        }
+                        if (i == 1 && NOCK(ch, 1)) ncb |= 1u << 1;
+                        if (i < n) {
+                            ncb &= ~(1u << (i + 1));
+                            if (keep_out) nx |= 1u << i;
+                        }
+                        if (tape) nt |= 1u << i;
+                        cand[nc].kind = CKPT_OP_F;
+                        cand[nc].stage = i;
+                        cand[nc].tape = tape;
+                        cx[nc] = nx;
+                        ctp[nc] = nt;
+                        cc[nc] = ncb;
+                        nc++;
+                    }
+                }
+            }
+        }
+        want_b = ph > 0 && (t & (1u << p)) && (p == 1 || (x & (1u << (p - 1))));
+        if (want_b && (nc == 0 || rnd_chance(45))) {
+            ops[len].kind = CKPT_OP_B;
+            ops[len].stage = p;
+            ops[len].tape = 0;
+            len++;
+            x &= ~(1u << (p - 1));
+            t &= ~(1u << p);
+            cb &= ~(1u << p);
+            ph++;
+            continue;
+        }
+        if (nc == 0) break;     /* dead end (e.g. a no-checkpoint stage 1 already used) */
+        /* prefer progress: the highest stage with some probability */
+        pick = rnd_chance(40) ? nc - 1 : rnd_int(0, nc - 1);
+        ops[len++] = cand[pick];
+        x = cx[pick];
+        t = ctp[pick];
+        cb = cc[pick];
+        if (cand[pick].stage == n) ph = 1;
+    }
+    *n_ops = len;
+}
+
+static void fuzz_simulate(const chain *ch, int rounds) {
+    ckpt_op ops[256], mut[260];
+    int r;
+    for (r = 0; r < rounds; r++) {
+        int n_ops, m, j, kind, pos;
+        sim_result sr;
+        random_walk(ch, ops, &n_ops);
+        sim(ch->c, ch->n, ops, n_ops, &sr);
+        n_fuzz++;
+        if (!sr.ok) n_fuzz_invalid++;
+        compare_library_sim(ch, ops, n_ops, &sr, "simulate(random walk)", 0);
+        /* one mutation */
+        if (n_ops == 0) continue;
+        memcpy(mut, ops, sizeof(ckpt_op) * (size_t)n_ops);
+        m = n_ops;
+        kind = rnd_int(0, 4);
+        pos = rnd_int(0, n_ops - 1);
+        if (kind == 0) {                                    /* delete */
+            for (j = pos; j + 1 < m; j++) mut[j] = mut[j + 1];
+            m--;
+        } else if (kind == 1) {                             /* duplicate */
+            for (j = m; j > pos; j--) mut[j] = mut[j - 1];
+            m++;
+        } else if (kind == 2 && pos + 1 < m) {              /* swap neighbours */
+            ckpt_op tmp = mut[pos];
+            mut[pos] = mut[pos + 1];
+            mut[pos + 1] = tmp;
+        } else if (kind == 3) {                             /* flip a tape flag */
+            if (mut[pos].kind == CKPT_OP_F) mut[pos].tape ^= 1;
+        } else {                                            /* insert a random F */
+            for (j = m; j > pos; j--) mut[j] = mut[j - 1];
+            mut[pos].kind = CKPT_OP_F;
+            mut[pos].stage = rnd_int(1, ch->n);
+            mut[pos].tape = rnd_int(0, 1);
+            m++;
+        }
+        sim(ch->c, ch->n, mut, m, &sr);
+        n_fuzz++;
+        if (!sr.ok) n_fuzz_invalid++;
+        compare_library_sim(ch, mut, m, &sr, "simulate(mutated)", 0);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------
+   Chains and budgets. */
+static void chain_finish(chain *ch) {
+    int i;
+    for (i = 1; i <= ch->n; i++) {
+        ch->c[i - 1].f = (double)ch->fq[i] * ch->quantum;
+        ch->c[i - 1].b = (double)ch->bq[i] * ch->quantum;
+    }
+}
+
+static void random_chain(chain *ch, int n, int idx) {
+    static const uint64_t units[] = {1, 1, 2, 3, 7, 16, 64, 100, 256, 1000, 4096, 1u << 20};
+    static const double quanta[] = {1.0, 1.0, 0.5, 0.25, 0.125, 0.1, 0.3};
+    int i, any_f = 0, any_b = 0, heavy = rnd_chance(30);
+    memset(ch, 0, sizeof *ch);
+    ch->n = n;
+    ch->unit = units[rnd_int(0, (int)(sizeof units / sizeof units[0]) - 1)];
+    {
+        int qi = rnd_int(0, (int)(sizeof quanta / sizeof quanta[0]) - 1);
+        ch->quantum = quanta[qi];
+        ch->dyadic = qi <= 4;
+    }
+    for (i = 1; i <= n; i++) {
+        ckpt_cost *c = &ch->c[i - 1];
+        ch->fq[i] = rnd_chance(12) ? 0 : rnd_int(1, heavy ? 9 : 4);
+        ch->bq[i] = rnd_chance(8) ? 0 : rnd_int(1, heavy ? 12 : 6);
+        c->a = ch->unit * (uint64_t)(rnd_chance(10) ? 0 : rnd_int(1, 6));
+        c->t = ch->unit * (uint64_t)(rnd_chance(10) ? 0 : rnd_int(1, 8));
+        c->wf = ch->unit * (uint64_t)(rnd_chance(70) ? 0 : rnd_int(1, 4));
+        c->wb = ch->unit * (uint64_t)(rnd_chance(70) ? 0 : rnd_int(1, 5));
+        c->flags = rnd_chance(8) ? CKPT_STAGE_NO_CHECKPOINT : 0u;
+        any_f |= ch->fq[i] != 0;
+        any_b |= ch->bq[i] != 0;
+    }
+    /* not all times zero (a chain of zero times means "unknown" to the library) */
+    if (!any_f) ch->fq[rnd_int(1, n)] = 1;
+    if (!any_b) ch->bq[rnd_int(1, n)] = 1;
+    chain_finish(ch);
+    snprintf(ch->name, sizeof ch->name, "random #%d", idx);
+}
+
+static void uniform_chain(chain *ch, int n, long long f, long long b, uint64_t a, uint64_t t, const char *name) {
+    int i;
+    memset(ch, 0, sizeof *ch);
+    ch->n = n;
+    ch->quantum = 1.0;
+    ch->dyadic = 1;
+    ch->unit = 1;
+    for (i = 1; i <= n; i++) {
+        ch->fq[i] = f;
+        ch->bq[i] = b;
+        ch->c[i - 1].a = a;
+        ch->c[i - 1].t = t;
+    }
+    chain_finish(ch);
+    snprintf(ch->name, sizeof ch->name, "%s", name);
+}
+
+static void facts_of(const chain *ch, chain_facts *facts) {
+    static search_result sr;
+    ckpt_op ops[2 * MAXN];
+    int n_ops;
+    sim_result s;
+    search(ch, UINT64_MAX, 1, &sr);
+    facts->min_budget = sr.feasible ? sr.peak : UINT64_MAX;
+    store_all_ops(ch->n, ops, &n_ops);
+    sim(ch->c, ch->n, ops, n_ops, &s);
+    facts->store_all_time = s.time;
+    facts->store_all_peak = s.peak;
+    if (!sr.feasible || !s.ok || sr.peak > s.peak) {
+        if (fail_begin(ch, "reference-self-check", -1, 0))
+            fprintf(stderr, "  min-peak search %s peak %llu; store-all %s peak %llu\n",
+                    sr.feasible ? "feasible" : "infeasible", (unsigned long long)sr.peak, s.ok ? "valid" : s.msg,
+                    (unsigned long long)s.peak);
+    }
+    compare_library_sim(ch, ops, n_ops, &s, "simulate(store-all)", 1);
+}
+
+static int add_budget(uint64_t *list, int len, uint64_t b) {
+    int i;
+    if (b == 0) return len;     /* 0 means "no limit" to the library */
+    for (i = 0; i < len; i++)
+        if (list[i] == b) return len;
+    list[len] = b;
+    return len + 1;
+}
+
+/* Budgets from below the smallest feasible one up to store-all's peak, plus the Pareto
+   frontier's corners (each optimal peak and one byte below it) for the first few. */
+static void check_chain(const chain *ch, int n_random_budgets, int frontier_steps, int all_policies) {
+    chain_facts facts;
+    uint64_t budgets[64];
+    int nb = 0, j;
+    uint64_t lo, hi;
+    static search_result best;
+    double opt_time;
+
+    n_chains++;
+    facts_of(ch, &facts);
+    lo = facts.min_budget;
+    hi = facts.store_all_peak;
+    if (lo > 0) nb = add_budget(budgets, nb, lo - 1);
+    if (lo > ch->unit) nb = add_budget(budgets, nb, lo - ch->unit);
+    nb = add_budget(budgets, nb, lo);
+    nb = add_budget(budgets, nb, hi);
+    nb = add_budget(budgets, nb, hi + ch->unit);
+    if (hi > lo + 1) nb = add_budget(budgets, nb, hi - 1);
+    for (j = 0; j < n_random_budgets && hi > lo; j++)
+        nb = add_budget(budgets, nb, lo + 1 + rnd() % (hi - lo));
+    /* the frontier's corners, walking down from store-all's peak */
+    {
+        uint64_t fb = hi;
+        for (j = 0; j < frontier_steps && fb >= lo && nb < 60; j++) {
+            search(ch, fb, 0, &best);
+            if (!best.feasible) break;
+            nb = add_budget(budgets, nb, best.peak);
+            if (best.peak == 0) break;
+            nb = add_budget(budgets, nb, best.peak - 1);
+            fb = best.peak - 1;
+        }
+    }
+
+    for (j = 0; j < nb; j++) {
+        uint64_t b = budgets[j];
+        check_optimal(ch, b, &facts, &best, &opt_time);
+        if (all_policies) {
+            static const int ks[] = {1, 2, 3, 5};
+            int q;
+            check_policy(ch, b, &facts, CKPT_POLICY_STORE_ALL, 0, opt_time, "store-all");
+            check_policy(ch, b, &facts, CKPT_POLICY_EVERY_K, 0, opt_time, "every-k");
+            for (q = 0; q < (int)(sizeof ks / sizeof ks[0]); q++)
+                if (ks[q] <= ch->n) check_policy(ch, b, &facts, CKPT_POLICY_EVERY_K, ks[q], opt_time, "every-k");
+            check_policy(ch, b, &facts, CKPT_POLICY_SQRT, 0, opt_time, "sqrt");
+            check_policy(ch, b, &facts, CKPT_POLICY_GREEDY, 0, opt_time, "greedy");
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------
+   The DESIGN example, checked with the references alone (and then with the library). */
+static int check_design_example(void) {
+    chain ch;
+    static search_result sr;
+    ckpt_op ops[2 * MAXN];
+    int n_ops, bad = 0, j;
+    sim_result s;
+    static const struct { uint64_t budget; long long time; } want[] = {{120, 12}, {80, 14}, {60, 15}, {50, 16},
+                                                                       {40, -1}};
+    uniform_chain(&ch, 4, 1, 2, 10, 20, "DESIGN example");
+    store_all_ops(4, ops, &n_ops);
+    sim(ch.c, 4, ops, n_ops, &s);
+    if (!s.ok || s.time != 12.0 || s.peak != 120) {
+        fprintf(stderr, "FAIL: reference sim of the DESIGN example's store-all: %s time %g peak %llu (want 12, 120)\n",
+                s.ok ? "valid" : s.msg, s.time, (unsigned long long)s.peak);
+        bad = 1;
+    }
+    for (j = 0; j < (int)(sizeof want / sizeof want[0]); j++) {
+        search(&ch, want[j].budget, 0, &sr);
+        if ((want[j].time < 0) != !sr.feasible || (sr.feasible && sr.time != want[j].time)) {
+            fprintf(stderr, "FAIL: reference search on the DESIGN example, budget %llu: %s time %lld (want %lld)\n",
+                    (unsigned long long)want[j].budget, sr.feasible ? "feasible" : "infeasible", sr.time,
+                    want[j].time);
+            bad = 1;
+        }
+        if (sr.feasible) {
+            sim(ch.c, 4, sr.ops, sr.n_ops, &s);
+            if (!s.ok || s.time != (double)sr.time || s.peak > want[j].budget) {
+                fprintf(stderr, "FAIL: reference search path does not replay (budget %llu): %s\n",
+                        (unsigned long long)want[j].budget, s.ok ? "valid" : s.msg);
+                print_ops(stderr, sr.ops, sr.n_ops);
+                bad = 1;
+            }
+        }
+    }
+    search(&ch, UINT64_MAX, 1, &sr);
+    if (!sr.feasible || sr.peak <= 40 || sr.peak > 50) {
+        fprintf(stderr, "FAIL: reference min budget of the DESIGN example is %llu (want in 41..50)\n",
+                (unsigned long long)sr.peak);
+        bad = 1;
+    }
+    /* a few hand-made violations the reference must reject */
+    {
+        static const ckpt_op bad1[] = {{CKPT_OP_F, 1, 1}, {CKPT_OP_F, 3, 1}, {CKPT_OP_F, 4, 1},
+                                       {CKPT_OP_B, 4, 0}, {CKPT_OP_B, 3, 0}, {CKPT_OP_B, 2, 0},
+                                       {CKPT_OP_B, 1, 0}};   /* F3 without X[2] */
+        static const ckpt_op bad2[] = {{CKPT_OP_F, 1, 1}, {CKPT_OP_F, 2, 1}, {CKPT_OP_F, 3, 1},
+                                       {CKPT_OP_F, 4, 0}, {CKPT_OP_B, 4, 0}, {CKPT_OP_B, 3, 0},
+                                       {CKPT_OP_B, 2, 0}, {CKPT_OP_B, 1, 0}};   /* F(n) without tape */
+        static const ckpt_op bad3[] = {{CKPT_OP_F, 1, 1}, {CKPT_OP_F, 2, 1}, {CKPT_OP_F, 3, 0},
+                                       {CKPT_OP_F, 4, 1}, {CKPT_OP_B, 4, 0}, {CKPT_OP_B, 3, 0},
+                                       {CKPT_OP_B, 2, 0}, {CKPT_OP_B, 1, 0}};   /* B3 without T[3] */
+        static const ckpt_op bad4[] = {{CKPT_OP_F, 1, 1}, {CKPT_OP_F, 2, 1}, {CKPT_OP_F, 3, 1},
+                                       {CKPT_OP_F, 4, 1}, {CKPT_OP_B, 4, 0}, {CKPT_OP_B, 2, 0},
+                                       {CKPT_OP_B, 3, 0}, {CKPT_OP_B, 1, 0}};   /* B out of order */
+        static const ckpt_op good[] = {{CKPT_OP_F, 1, 0}, {CKPT_OP_F, 2, 1}, {CKPT_OP_F, 3, 1},
+                                       {CKPT_OP_F, 4, 1}, {CKPT_OP_B, 4, 0}, {CKPT_OP_B, 3, 0},
+                                       {CKPT_OP_B, 2, 0}, {CKPT_OP_F, 1, 1}, {CKPT_OP_B, 1, 0}};
+        const ckpt_op *cases[] = {bad1, bad2, bad3, bad4};
+        const int lens[] = {7, 8, 8, 8};
+        for (j = 0; j < 4; j++) {
+            sim(ch.c, 4, cases[j], lens[j], &s);
+            if (s.ok) {
+                fprintf(stderr, "FAIL: reference sim accepts invalid schedule #%d\n", j + 1);
+                bad = 1;
+            }
+        }
+        /* X[1] (kept from F1) feeds F2 and B2; T[1] recomputed after B2. Peak: during F4 live =
+           X1 X2 X3 T2 T3 = 70, +30 = 100. */
+        sim(ch.c, 4, good, 9, &s);
+        if (!s.ok || s.time != 13.0 || s.peak != 100) {
+            fprintf(stderr, "FAIL: reference sim of a hand-made schedule: %s time %g peak %llu (want 13, 100)\n",
+                    s.ok ? "valid" : s.msg, s.time, (unsigned long long)s.peak);
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
+static void check_no_checkpoint_examples(void) {
+    /* no-checkpoint on stage 1: F(1) may run once only, so T[1] must be kept from the start */
+    chain ch;
+    static search_result sr;
+    ckpt_op ops[] = {{CKPT_OP_F, 1, 0}, {CKPT_OP_F, 2, 1}, {CKPT_OP_B, 2, 0}, {CKPT_OP_F, 1, 1}, {CKPT_OP_B, 1, 0}};
+    sim_result s;
+    uniform_chain(&ch, 2, 1, 2, 10, 20, "no-checkpoint stage 1");
+    ch.c[0].flags = CKPT_STAGE_NO_CHECKPOINT;
+    sim(ch.c, 2, ops, 5, &s);
+    if (s.ok) {
+        fprintf(stderr, "FAIL: reference sim runs F(1) twice on a no-checkpoint stage 1\n");
+        n_failures++;
+    }
+    compare_library_sim(&ch, ops, 5, &s, "simulate(no-checkpoint stage 1)", 1);
+    search(&ch, UINT64_MAX, 1, &sr);
+    if (!sr.feasible || sr.peak != 60) {   /* store-all: during F2 X1+T1+a2+t2 = 60 */
+        fprintf(stderr, "FAIL: reference min budget with no-checkpoint stage 1: %llu (want 60)\n",
+                (unsigned long long)sr.peak);
+        n_failures++;
+    }
+    check_chain(&ch, 3, 4, 1);
+    /* no-checkpoint on stage 3 of the DESIGN example */
+    uniform_chain(&ch, 4, 1, 2, 10, 20, "DESIGN example, stage 3 no-checkpoint");
+    ch.c[2].flags = CKPT_STAGE_NO_CHECKPOINT;
+    check_chain(&ch, 4, 8, 1);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(void) {
+    double t0 = now_s(), t_small, t_big;
+    int i;
+    chain ch;
+
+    if (check_design_example()) n_failures++;
+    {
+        uniform_chain(&ch, 4, 1, 2, 10, 20, "DESIGN example");
+        check_chain(&ch, 4, 8, 1);
+    }
+    check_no_checkpoint_examples();
+
+    /* the main sweep: 1..7 stages */
+    for (i = 0; i < 420; i++) {
+        int n = i < 14 ? 1 + i % 7 : rnd_int(1, 7);
+        random_chain(&ch, n, i);
+        check_chain(&ch, 4, i % 3 == 0 ? 6 : 0, 1);
+        fuzz_simulate(&ch, 4);
+    }
+    t_small = now_s();
+
+    /* a few longer chains: the library promises exactness up to CKPT_EXACT_SEARCH_MAX_STAGES */
+    for (i = 0; i < 6; i++) {
+        int n = 8 + i % 3;
+        random_chain(&ch, n, 1000 + i);
+        check_chain(&ch, 1, 0, 0);
+    }
+    uniform_chain(&ch, 10, 1, 2, 10, 20, "uniform 10");
+    check_chain(&ch, 1, 0, 0);
+    t_big = now_s();
+
+    printf("test_planner_bruteforce: %d chains, %d optimal plans checked (%d infeasible), %d other-policy plans "
+           "(%d infeasible), %d simulate comparisons (%d fuzzed schedules, %d invalid), %lld search states; "
+           "%d failures, %d notes; %.2f s (1..7 stages %.2f s, 8..10 stages %.2f s)\n",
+           n_chains, n_checks, n_infeasible_checks, n_policy_plans, n_policy_infeasible, n_sim_compares, n_fuzz,
+           n_fuzz_invalid, search_expanded_total, n_failures, n_notes, t_big - t0, t_small - t0, t_big - t_small);
+    free(nodes);
+    free(htab);
+    free(heap);
+    return n_failures ? 1 : 0;
+}

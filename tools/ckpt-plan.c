@@ -1,0 +1,1074 @@
+/* ckpt-plan -- the ckpt.h planner as a command-line program.
+
+   Reads a chain's stage costs from a CSV file, plans it for a byte budget with one of the
+   library's policies and prints the schedule, its predicted time and peak, and the smallest
+   budget that works. Use it to explore budgets before writing any code.
+
+       ckpt-plan [--policy store-all|every-k|sqrt|greedy|optimal] [--k K] [--budget BYTES]
+                 [--json] FILE.csv
+
+   Build:  cc -std=c11 -O2 -o ckpt-plan tools/ckpt-plan.c -lm
+
+   Input: the first line names the columns name, fwd_time, bwd_time, out_bytes, tape_bytes,
+   fwd_workspace and bwd_workspace in any order (all seven, each once), plus optionally
+   no_checkpoint (0 or 1: CKPT_STAGE_NO_CHECKPOINT). One row per stage, first stage first.
+   Times are non-negative decimals in any consistent unit, sizes non-negative integers (bytes).
+   Blank lines and lines starting with '#' are ignored; CRLF line ends are accepted; a field may
+   be double-quoted ("a, ""b""") to hold commas or quotes. Spaces around fields are ignored.
+
+   Exit status: 0 the plan is feasible; 3 the budget is infeasible (stderr names the smallest
+   feasible budget); 2 bad input or usage (stderr names the file, line and problem); 1 an
+   internal or library failure. */
+#define CKPT_IMPLEMENTATION
+#include "../ckpt.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_OK 0
+#define EXIT_INTERNAL 1
+#define EXIT_USAGE 2
+#define EXIT_INFEASIBLE 3
+
+static const char *const PROG = "ckpt-plan";
+
+/* ---------------------------------------------------------------------------------------------
+   Small helpers */
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        exit(EXIT_INTERNAL);
+    }
+    return p;
+}
+
+static void *xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        exit(EXIT_INTERNAL);
+    }
+    return q;
+}
+
+/* A short, printable rendering of a user value for error messages. */
+static const char *show(const char *s, char *buf, size_t bufsz) {
+    size_t i = 0, max = bufsz - 4;
+    for (; *s && i < max; s++) buf[i++] = ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s;
+    if (*s) {
+        buf[i++] = '.';
+        buf[i++] = '.';
+        buf[i++] = '.';
+    }
+    buf[i] = '\0';
+    return buf;
+}
+
+static int is_space(char c) { return c == ' ' || c == '\t'; }
+
+/* Shortest "%.*g" that reads back as the same double (valid JSON for finite values). */
+static void fmt_double(double v, char *buf, size_t bufsz) {
+    int prec;
+    for (prec = 6; prec <= 17; prec++) {
+        snprintf(buf, bufsz, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
+/* "120 B" or "402653184 B (384.0 MiB)". */
+static void fmt_bytes(uint64_t v, char *buf, size_t bufsz) {
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (v < 1024) {
+        snprintf(buf, bufsz, "%" PRIu64 " B", v);
+    } else {
+        double d = (double)v / 1024.0;
+        int u = 0;
+        while (d >= 1024.0 && u < 5) {
+            d /= 1024.0;
+            u++;
+        }
+        snprintf(buf, bufsz, "%" PRIu64 " B (%.1f %s)", v, d, units[u]);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+   Number parsing: strict, no signs, no garbage, no surrounding text. */
+
+typedef enum { NUM_OK = 0, NUM_EMPTY, NUM_BAD, NUM_RANGE } num_status;
+
+static num_status parse_u64(const char *s, uint64_t *out) {
+    const char *p;
+    uint64_t v = 0;
+    if (!*s) return NUM_EMPTY;
+    for (p = s; *p; p++)
+        if (*p < '0' || *p > '9') return NUM_BAD;
+    for (p = s; *p; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10u) return NUM_RANGE;
+        v = v * 10u + d;
+    }
+    *out = v;
+    return NUM_OK;
+}
+
+/* digits [. digits] | . digits, then optionally [eE][+-]digits. */
+static num_status parse_time(const char *s, double *out) {
+    const char *p = s;
+    int mant = 0;
+    char *end;
+    double v;
+    if (!*s) return NUM_EMPTY;
+    while (*p >= '0' && *p <= '9') p++, mant++;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9') p++, mant++;
+    }
+    if (!mant) return NUM_BAD;
+    if (*p == 'e' || *p == 'E') {
+        int exp = 0;
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        while (*p >= '0' && *p <= '9') p++, exp++;
+        if (!exp) return NUM_BAD;
+    }
+    if (*p) return NUM_BAD;
+    errno = 0;
+    v = strtod(s, &end);
+    if (*end || !isfinite(v) || v < 0) return NUM_RANGE;
+    *out = v;
+    return NUM_OK;
+}
+
+/* BYTES for --budget: an integer with an optional unit KB, MB, GB, TB (powers of 1000) or
+   KiB, MiB, GiB, TiB (powers of 1024), case-insensitive. */
+static int parse_budget(const char *s, uint64_t *out) {
+    static const struct { const char *name; uint64_t mult; } units[] = {
+        {"", 1},
+        {"b", 1},
+        {"kb", 1000ull},
+        {"mb", 1000000ull},
+        {"gb", 1000000000ull},
+        {"tb", 1000000000000ull},
+        {"kib", 1ull << 10},
+        {"mib", 1ull << 20},
+        {"gib", 1ull << 30},
+        {"tib", 1ull << 40},
+    };
+    char digits[32], unit[8];
+    size_t nd = 0, nu = 0, i;
+    const char *p = s;
+    uint64_t v;
+    while (*p >= '0' && *p <= '9') {
+        if (nd + 1 >= sizeof digits) return 0;
+        digits[nd++] = *p++;
+    }
+    digits[nd] = '\0';
+    if (!nd) return 0;
+    while (*p) {
+        char c = *p++;
+        if (nu + 1 >= sizeof unit) return 0;
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        unit[nu++] = c;
+    }
+    unit[nu] = '\0';
+    if (parse_u64(digits, &v) != NUM_OK) return 0;
+    for (i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(unit, units[i].name) == 0) {
+            if (v > UINT64_MAX / units[i].mult) return 0;
+            *out = v * units[i].mult;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int parse_int_arg(const char *s, int *out) {
+    uint64_t v;
+    if (parse_u64(s, &v) != NUM_OK || v > (uint64_t)INT_MAX) return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------------
+   UTF-8 check (names go into JSON verbatim). */
+
+static int utf8_valid(const unsigned char *s) {
+    while (*s) {
+        unsigned c = *s, need, cp, min;
+        if (c < 0x80) {
+            s++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            need = 1, cp = c & 0x1F, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            need = 2, cp = c & 0x0F, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            need = 3, cp = c & 0x07, min = 0x10000;
+        } else {
+            return 0;
+        }
+        s++;
+        while (need--) {
+            if ((*s & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (*s++ & 0x3Fu);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------------
+   CSV input */
+
+enum {
+    COL_NAME,
+    COL_FWD_TIME,
+    COL_BWD_TIME,
+    COL_OUT,
+    COL_TAPE,
+    COL_FWD_WS,
+    COL_BWD_WS,
+    COL_NO_CKPT,
+    COL_COUNT
+};
+#define N_REQUIRED_COLS 7 /* all but no_checkpoint */
+
+static const char *const COL_NAMES[COL_COUNT] = {
+    "name", "fwd_time", "bwd_time", "out_bytes", "tape_bytes", "fwd_workspace", "bwd_workspace",
+    "no_checkpoint"};
+
+typedef struct model {
+    int n, cap;
+    char **names;   /* point into the file buffer */
+    ckpt_cost *costs;
+    char *text;     /* the file's contents (owned) */
+} model;
+
+typedef struct fields {
+    char **v;
+    int n, cap;
+} fields;
+
+static void fields_push(fields *f, char *s) {
+    if (f->n == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 16;
+        f->v = (char **)xrealloc(f->v, (size_t)f->cap * sizeof *f->v);
+    }
+    f->v[f->n++] = s;
+}
+
+/* Splits one line (NUL-terminated, no line end) in place into fields. Returns NULL or a
+   description of the problem. */
+static const char *split_fields(char *line, fields *out) {
+    char *p = line;
+    out->n = 0;
+    for (;;) {
+        char *start, *fend, sep;
+        while (is_space(*p)) p++;
+        if (*p == '"') {
+            char *w = p, *r = p + 1;
+            int closed = 0;
+            start = p;
+            while (*r) {
+                if (*r == '"') {
+                    if (r[1] == '"') {
+                        *w++ = '"';
+                        r += 2;
+                    } else {
+                        r++;
+                        closed = 1;
+                        break;
+                    }
+                } else {
+                    *w++ = *r++;
+                }
+            }
+            if (!closed) return "unterminated quoted field";
+            while (is_space(*r)) r++;
+            if (*r != ',' && *r != '\0') return "unexpected text after the closing quote of a field";
+            fend = w;
+            p = r;
+        } else {
+            start = p;
+            while (*p && *p != ',') p++;
+            fend = p;
+            while (fend > start && is_space(fend[-1])) fend--;
+        }
+        sep = *p;
+        fields_push(out, start);
+        *fend = '\0'; /* may overwrite the separator: it was saved */
+        if (sep != ',') break;
+        p++;
+    }
+    return NULL;
+}
+
+static int input_error(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "%s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return EXIT_USAGE;
+}
+
+static int read_all(FILE *f, char **out, size_t *out_len) {
+    size_t cap = 1 << 16, len = 0;
+    char *buf = (char *)xmalloc(cap + 1);
+    for (;;) {
+        size_t got;
+        if (len == cap) {
+            cap *= 2;
+            buf = (char *)xrealloc(buf, cap + 1);
+        }
+        got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        free(buf);
+        return 0;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *out_len = len;
+    return 1;
+}
+
+static int column_error(const char *file, int line, int col, const char *value, num_status st) {
+    char b[64];
+    const char *what;
+    if (st == NUM_EMPTY) return input_error(file, line, "column %s: empty field", COL_NAMES[col]);
+    switch (col) {
+    case COL_FWD_TIME:
+    case COL_BWD_TIME:
+        what = st == NUM_RANGE ? "is too large" : "is not a non-negative number";
+        break;
+    case COL_NO_CKPT:
+        what = "is not 0 or 1";
+        break;
+    default:
+        what = st == NUM_RANGE ? "is too large (the largest size is 18446744073709551615)"
+                               : "is not a non-negative integer";
+        break;
+    }
+    return input_error(file, line, "column %s: '%s' %s", COL_NAMES[col], show(value, b, sizeof b),
+                       what);
+}
+
+/* Reads and validates the CSV. Returns 0 on success or an exit status after printing why. */
+static int load_model(const char *path, model *m) {
+    const char *file = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    FILE *f;
+    char *text;
+    size_t len, pos = 0;
+    int lineno = 0, have_header = 0, n_cols = 0;
+    int col_at[COL_COUNT]; /* column kind -> field index, -1 when absent */
+    int kind_of[COL_COUNT];  /* field index -> column kind */
+    fields fl = {NULL, 0, 0};
+    uint64_t total_bytes = 0;
+    int i, rc = 0;
+
+    memset(m, 0, sizeof *m);
+    if (strcmp(path, "-") == 0) {
+        f = stdin;
+    } else {
+        errno = 0;
+        f = fopen(path, "rb");
+        if (!f) {
+            fprintf(stderr, "%s: cannot open '%s': %s\n", PROG, path,
+                    errno ? strerror(errno) : "unknown error");
+            return EXIT_USAGE;
+        }
+    }
+    if (!read_all(f, &text, &len)) {
+        fprintf(stderr, "%s: cannot read '%s': %s\n", PROG, file, strerror(errno));
+        if (f != stdin) fclose(f);
+        return EXIT_USAGE;
+    }
+    if (f != stdin) fclose(f);
+    m->text = text;
+
+    if (len >= 3 && (unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB &&
+        (unsigned char)text[2] == 0xBF)
+        pos = 3; /* UTF-8 byte order mark */
+
+    for (i = 0; i < COL_COUNT; i++) col_at[i] = -1;
+
+    while (pos < len) {
+        char *line = text + pos, *nl, *q;
+        size_t ll;
+        const char *err;
+        lineno++;
+        nl = (char *)memchr(line, '\n', len - pos);
+        ll = nl ? (size_t)(nl - line) : len - pos;
+        pos += ll + (nl ? 1 : 0);
+        if (memchr(line, '\0', ll)) {
+            rc = input_error(file, lineno, "contains a NUL byte (is this a text file?)");
+            goto done;
+        }
+        if (ll && line[ll - 1] == '\r') ll--;
+        line[ll] = '\0';
+        for (q = line; is_space(*q); q++) {
+        }
+        if (*q == '\0' || *q == '#') continue;
+
+        err = split_fields(line, &fl);
+        if (err) {
+            rc = input_error(file, lineno, "%s", err);
+            goto done;
+        }
+
+        if (!have_header) {
+            for (i = 0; i < fl.n; i++) {
+                int k;
+                char b[64];
+                if (fl.v[i][0] == '\0') {
+                    rc = input_error(file, lineno, "header field %d is empty (expected a column name)",
+                                     i + 1);
+                    goto done;
+                }
+                for (k = 0; k < COL_COUNT; k++)
+                    if (strcmp(fl.v[i], COL_NAMES[k]) == 0) break;
+                if (k == COL_COUNT) {
+                    rc = input_error(file, lineno,
+                                     "unknown column '%s' (the columns are name, fwd_time, "
+                                     "bwd_time, out_bytes, tape_bytes, fwd_workspace, "
+                                     "bwd_workspace and optionally no_checkpoint)",
+                                     show(fl.v[i], b, sizeof b));
+                    goto done;
+                }
+                if (col_at[k] >= 0) {
+                    rc = input_error(file, lineno, "duplicate column '%s' (fields %d and %d)",
+                                     COL_NAMES[k], col_at[k] + 1, i + 1);
+                    goto done;
+                }
+                col_at[k] = i;
+                kind_of[i] = k;
+            }
+            for (i = 0; i < N_REQUIRED_COLS; i++) {
+                if (col_at[i] < 0) {
+                    rc = input_error(file, lineno, "missing column '%s' in the header", COL_NAMES[i]);
+                    goto done;
+                }
+            }
+            n_cols = fl.n;
+            have_header = 1;
+            continue;
+        }
+
+        /* a stage row */
+        if (fl.n != n_cols) {
+            rc = input_error(file, lineno, "expected %d fields (as in the header), found %d", n_cols,
+                             fl.n);
+            goto done;
+        }
+        if (m->n == CKPT_MAX_STAGES) {
+            rc = input_error(file, lineno, "too many stages (at most %d, CKPT_MAX_STAGES)",
+                             CKPT_MAX_STAGES);
+            goto done;
+        }
+        if (m->n == m->cap) {
+            m->cap = m->cap ? m->cap * 2 : 16;
+            m->names = (char **)xrealloc(m->names, (size_t)m->cap * sizeof *m->names);
+            m->costs = (ckpt_cost *)xrealloc(m->costs, (size_t)m->cap * sizeof *m->costs);
+        }
+        {
+            ckpt_cost c;
+            uint64_t row_bytes = 0;
+            memset(&c, 0, sizeof c);
+            for (i = 0; i < n_cols; i++) {
+                const char *v = fl.v[i];
+                int k = kind_of[i];
+                num_status st = NUM_OK;
+                uint64_t u = 0;
+                switch (k) {
+                case COL_NAME:
+                    if (!*v) {
+                        rc = input_error(file, lineno, "column name: empty field");
+                        goto done;
+                    }
+                    if (!utf8_valid((const unsigned char *)v)) {
+                        rc = input_error(file, lineno, "column name: not valid UTF-8");
+                        goto done;
+                    }
+                    m->names[m->n] = (char *)v;
+                    break;
+                case COL_FWD_TIME:
+                    st = parse_time(v, &c.f);
+                    break;
+                case COL_BWD_TIME:
+                    st = parse_time(v, &c.b);
+                    break;
+                case COL_NO_CKPT:
+                    if (!*v)
+                        st = NUM_EMPTY;
+                    else if (strcmp(v, "0") == 0)
+                        c.flags = 0;
+                    else if (strcmp(v, "1") == 0)
+                        c.flags = CKPT_STAGE_NO_CHECKPOINT;
+                    else
+                        st = NUM_BAD;
+                    break;
+                default:
+                    st = parse_u64(v, &u);
+                    if (st == NUM_OK) {
+                        if (k == COL_OUT) c.a = u;
+                        else if (k == COL_TAPE) c.t = u;
+                        else if (k == COL_FWD_WS) c.wf = u;
+                        else c.wb = u;
+                        if (row_bytes > UINT64_MAX - u) st = NUM_RANGE;
+                        else row_bytes += u;
+                    }
+                    break;
+                }
+                if (st != NUM_OK) {
+                    rc = column_error(file, lineno, k, v, st);
+                    goto done;
+                }
+            }
+            if (total_bytes > UINT64_MAX - row_bytes) {
+                rc = input_error(file, lineno, "the byte sizes of the stages add up to more than 2^64-1");
+                goto done;
+            }
+            total_bytes += row_bytes;
+            m->costs[m->n++] = c;
+        }
+    }
+
+    if (!have_header) {
+        rc = input_error(file, lineno ? lineno : 1,
+                         "empty file (expected a header line naming the columns)");
+    } else if (m->n == 0) {
+        rc = input_error(file, lineno, "no stages (the file has a header but no rows)");
+    }
+done:
+    free(fl.v);
+    return rc;
+}
+
+static void free_model(model *m) {
+    free(m->names);
+    free(m->costs);
+    free(m->text);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---------------------------------------------------------------------------------------------
+   What the schedule does to each stage, derived from the ops. */
+
+typedef struct stage_view {
+    int fwd_runs;       /* how many F(i) */
+    int tape_first;     /* the first F(i) keeps its tape */
+    int checkpoint;     /* X[i] written in the first forward is still live when F(n) ends */
+} stage_view;
+
+/* Returns 0 if the ops are malformed (out-of-range stage, no F(n)). */
+static int derive_views(const ckpt_op *ops, int n_ops, int n, stage_view *sv) {
+    int k, i, p_fn = -1;
+    for (i = 0; i < n; i++) sv[i].fwd_runs = sv[i].tape_first = sv[i].checkpoint = 0;
+    for (k = 0; k < n_ops; k++) {
+        int s = ops[k].stage;
+        if (s < 1 || s > n || (ops[k].kind != CKPT_OP_F && ops[k].kind != CKPT_OP_B)) return 0;
+        if (ops[k].kind == CKPT_OP_F) {
+            if (sv[s - 1].fwd_runs++ == 0) sv[s - 1].tape_first = ops[k].tape != 0;
+            if (s == n && p_fn < 0) p_fn = k;
+        }
+    }
+    if (p_fn < 0) return 0;
+    /* X[i] (i < n) is a checkpoint when, after F(n), it is read (by F(i+1) or B(i+1)) before it
+       is written again (by F(i)): it stays live through the rest of the first forward. */
+    for (i = 1; i < n; i++) {
+        for (k = p_fn + 1; k < n_ops; k++) {
+            if (ops[k].kind == CKPT_OP_F && ops[k].stage == i) break;
+            if (ops[k].stage == i + 1) {
+                sv[i - 1].checkpoint = 1;
+                break;
+            }
+        }
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------------
+   Output */
+
+static void json_string(FILE *o, const char *s) {
+    fputc('"', o);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        switch (c) {
+        case '"': fputs("\\\"", o); break;
+        case '\\': fputs("\\\\", o); break;
+        case '\b': fputs("\\b", o); break;
+        case '\f': fputs("\\f", o); break;
+        case '\n': fputs("\\n", o); break;
+        case '\r': fputs("\\r", o); break;
+        case '\t': fputs("\\t", o); break;
+        default:
+            if (c < 0x20 || c == 0x7f) fprintf(o, "\\u%04x", c);
+            else fputc(c, o);
+        }
+    }
+    fputc('"', o);
+}
+
+static void json_double(FILE *o, double v) {
+    char b[40];
+    if (!isfinite(v)) {
+        fputs("null", o);
+        return;
+    }
+    fmt_double(v, b, sizeof b);
+    fputs(b, o);
+}
+
+static const char *guarantee_key(ckpt_guarantee g) {
+    switch (g) {
+    case CKPT_GUARANTEE_ALL_SCHEDULES: return "all-schedules";
+    case CKPT_GUARANTEE_PERSISTENT: return "persistent";
+    default: return "heuristic";
+    }
+}
+
+static const char *guarantee_text(ckpt_guarantee g) {
+    switch (g) {
+    case CKPT_GUARANTEE_ALL_SCHEDULES: return "all schedules (minimum time over every schedule)";
+    case CKPT_GUARANTEE_PERSISTENT:
+        return "persistent (minimum time over schedules that keep checkpoints until used)";
+    default: return "heuristic (no optimality guarantee)";
+    }
+}
+
+typedef struct run_result {
+    const char *file;
+    const model *m;
+    ckpt_policy policy;
+    int k_requested;
+    int budget_given;
+    int feasible;
+    ckpt_plan_info info;
+    const ckpt_op *ops;
+    int n_ops;
+    const stage_view *sv;
+} run_result;
+
+static double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
+
+static void print_json(FILE *o, const run_result *r) {
+    const ckpt_plan_info *in = &r->info;
+    int i;
+    fputs("{\n  \"file\": ", o);
+    json_string(o, r->file);
+    fputs(",\n  \"policy\": ", o);
+    json_string(o, ckpt_policy_name(r->policy) ? ckpt_policy_name(r->policy) : "?");
+    fprintf(o, ",\n  \"budget\": %" PRIu64, in->budget);
+    fprintf(o, ",\n  \"budget_default\": %s", r->budget_given ? "false" : "true");
+    fprintf(o, ",\n  \"feasible\": %s", r->feasible ? "true" : "false");
+    fputs(",\n  \"time\": ", o);
+    if (r->feasible) json_double(o, in->time);
+    else fputs("null", o);
+    fputs(",\n  \"peak\": ", o);
+    if (r->feasible) fprintf(o, "%" PRIu64, in->peak);
+    else fputs("null", o);
+    fprintf(o, ",\n  \"min_budget\": %" PRIu64, in->min_budget);
+    fputs(",\n  \"store_all_time\": ", o);
+    json_double(o, in->store_all_time);
+    fprintf(o, ",\n  \"store_all_peak\": %" PRIu64, in->store_all_peak);
+    fputs(",\n  \"time_ratio\": ", o);
+    json_double(o, r->feasible ? ratio(in->time, in->store_all_time) : NAN);
+    fputs(",\n  \"peak_ratio\": ", o);
+    json_double(o, r->feasible ? ratio((double)in->peak, (double)in->store_all_peak) : NAN);
+    fputs(",\n  \"k\": ", o);
+    if (r->policy != CKPT_POLICY_EVERY_K) fputs("null", o);
+    else fprintf(o, "%d", r->feasible ? in->k : r->k_requested);
+    fputs(",\n  \"unit\": ", o);
+    if (r->feasible && r->policy == CKPT_POLICY_OPTIMAL) fprintf(o, "%" PRIu64, in->unit);
+    else fputs("null", o);
+    fputs(",\n  \"guarantee\": ", o);
+    if (r->feasible) json_string(o, guarantee_key(in->guarantee));
+    else fputs("null", o);
+    fprintf(o, ",\n  \"n_stages\": %d", r->m->n);
+    fputs(",\n  \"n_ops\": ", o);
+    if (r->feasible) fprintf(o, "%d", r->n_ops);
+    else fputs("null", o);
+    fputs(",\n  \"n_recomputed\": ", o);
+    if (r->feasible) fprintf(o, "%d", in->n_recomputed);
+    else fputs("null", o);
+    fputs(",\n  \"stages\": [", o);
+    for (i = 0; i < r->m->n; i++) {
+        if (i) fputs(", ", o);
+        json_string(o, r->m->names[i]);
+    }
+    fputs("],\n  \"ops\": [", o);
+    if (r->feasible) {
+        for (i = 0; i < r->n_ops; i++) {
+            const ckpt_op *op = &r->ops[i];
+            fputs(i == 0 ? "\n    " : (i % 8 == 0 ? ",\n    " : ", "), o);
+            if (op->kind == CKPT_OP_F) fprintf(o, "[\"F\", %d, %d]", op->stage, op->tape ? 1 : 0);
+            else fprintf(o, "[\"B\", %d]", op->stage);
+        }
+        if (r->n_ops) fputs("\n  ", o);
+    }
+    fputs("],\n  \"stage_plan\": [", o);
+    if (r->feasible) {
+        for (i = 0; i < r->m->n; i++) {
+            fputs(i ? ",\n    " : "\n    ", o);
+            fprintf(o, "{\"stage\": %d, \"name\": ", i + 1);
+            json_string(o, r->m->names[i]);
+            fprintf(o, ", \"tape_kept\": %s, \"forward_runs\": %d, \"checkpoint\": %s}",
+                    r->sv[i].tape_first ? "true" : "false", r->sv[i].fwd_runs,
+                    (i + 1 < r->m->n && r->sv[i].checkpoint) ? "true" : "false");
+        }
+        fputs("\n  ", o);
+    }
+    fputs("]\n}\n", o);
+}
+
+/* A name for the terminal: control characters shown as '?'. */
+static void print_name(FILE *o, const char *s, int width) {
+    int len = 0;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        fputc(c < 0x20 || c == 0x7f ? '?' : c, o);
+        if ((c & 0xC0) != 0x80) len++; /* count code points, roughly the display width */
+    }
+    for (; len < width; len++) fputc(' ', o);
+}
+
+static int name_width(const char *s) {
+    int len = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80) len++;
+    return len;
+}
+
+static void print_text(FILE *o, const run_result *r) {
+    const ckpt_plan_info *in = &r->info;
+    const model *m = r->m;
+    char b1[64], b2[64], t1[40], t2[40];
+    int i;
+
+    fprintf(o, "%s: %d stage%s\n\n", r->file, m->n, m->n == 1 ? "" : "s");
+    fprintf(o, "policy         %s", ckpt_policy_name(r->policy) ? ckpt_policy_name(r->policy) : "?");
+    if (r->policy == CKPT_POLICY_EVERY_K) {
+        if (r->feasible) fprintf(o, " (k = %d%s)", in->k, r->k_requested == 0 ? ", the best that fits" : "");
+        else if (r->k_requested) fprintf(o, " (k = %d)", r->k_requested);
+    }
+    fputc('\n', o);
+    fmt_bytes(in->budget, b1, sizeof b1);
+    fprintf(o, "budget         %s%s\n", b1, r->budget_given ? "" : "  [default: the store-all peak]");
+    fprintf(o, "feasible       %s\n", r->feasible ? "yes" : "no");
+    snprintf(t2, sizeof t2, "%.6g", in->store_all_time);
+    fmt_bytes(in->store_all_peak, b2, sizeof b2);
+    if (r->feasible) {
+        double tr = ratio(in->time, in->store_all_time);
+        double pr = ratio((double)in->peak, (double)in->store_all_peak);
+        snprintf(t1, sizeof t1, "%.6g", in->time);
+        fmt_bytes(in->peak, b1, sizeof b1);
+        if (isfinite(tr)) fprintf(o, "time           %s  (%.3fx store-all)\n", t1, tr);
+        else fprintf(o, "time           %s\n", t1);
+        if (isfinite(pr)) fprintf(o, "peak           %s  (%.3fx store-all)\n", b1, pr);
+        else fprintf(o, "peak           %s\n", b1);
+    }
+    fprintf(o, "store-all      time %s, peak %s\n", t2, b2);
+    fmt_bytes(in->min_budget, b1, sizeof b1);
+    fprintf(o, "min budget     %s\n", b1);
+    if (!r->feasible) return;
+    if (r->policy == CKPT_POLICY_OPTIMAL) {
+        if (in->unit <= 1) fprintf(o, "unit           1 B (exact in bytes)\n");
+        else fprintf(o, "unit           %" PRIu64 " B (sizes rounded up to this unit)\n", in->unit);
+    }
+    fprintf(o, "guarantee      %s\n", guarantee_text(in->guarantee));
+    fprintf(o, "ops            %d (%d recomputed forward%s)\n", r->n_ops, in->n_recomputed,
+            in->n_recomputed == 1 ? "" : "s");
+
+    /* per-stage table */
+    {
+        int wn = 4, wf = 3, wb = 3, wa = 9, wt = 10;
+        char cell[64];
+        for (i = 0; i < m->n; i++) {
+            int l = name_width(m->names[i]);
+            if (l > wn) wn = l;
+            fmt_double(m->costs[i].f, cell, sizeof cell);
+            if ((int)strlen(cell) > wf) wf = (int)strlen(cell);
+            fmt_double(m->costs[i].b, cell, sizeof cell);
+            if ((int)strlen(cell) > wb) wb = (int)strlen(cell);
+            snprintf(cell, sizeof cell, "%" PRIu64, m->costs[i].a);
+            if ((int)strlen(cell) > wa) wa = (int)strlen(cell);
+            snprintf(cell, sizeof cell, "%" PRIu64, m->costs[i].t);
+            if ((int)strlen(cell) > wt) wt = (int)strlen(cell);
+        }
+        fputc('\n', o);
+        fprintf(o, "%5s  ", "stage");
+        print_name(o, "name", wn);
+        fprintf(o, "  %*s  %*s  %*s  %*s  %-9s  %-8s  %s\n", wf, "f", wb, "b", wa, "out_bytes", wt,
+                "tape_bytes", "tape kept", "fwd runs", "output stored");
+        for (i = 0; i < m->n; i++) {
+            char f[40], bt[40];
+            const char *stored;
+            fmt_double(m->costs[i].f, f, sizeof f);
+            fmt_double(m->costs[i].b, bt, sizeof bt);
+            if (i + 1 == m->n) stored = "(chain output)";
+            else stored = r->sv[i].checkpoint ? "yes (checkpoint)" : "no";
+            fprintf(o, "%5d  ", i + 1);
+            print_name(o, m->names[i], wn);
+            fprintf(o, "  %*s  %*s  %*" PRIu64 "  %*" PRIu64 "  %-9s  %-8d  %s%s\n", wf, f, wb, bt,
+                    wa, m->costs[i].a, wt, m->costs[i].t, r->sv[i].tape_first ? "yes" : "no",
+                    r->sv[i].fwd_runs, stored,
+                    (m->costs[i].flags & CKPT_STAGE_NO_CHECKPOINT) ? "  [no_checkpoint]" : "");
+        }
+    }
+
+    /* compact schedule */
+    {
+        int col = 10;
+        fputs("\nschedule  ", o);
+        for (i = 0; i < r->n_ops; i++) {
+            char op[32];
+            int l;
+            if (r->ops[i].kind == CKPT_OP_F)
+                l = snprintf(op, sizeof op, "F%d%s", r->ops[i].stage, r->ops[i].tape ? "+" : "");
+            else
+                l = snprintf(op, sizeof op, "B%d", r->ops[i].stage);
+            if (col + l + 1 > 100) {
+                fputs("\n          ", o);
+                col = 10;
+            } else if (i) {
+                fputc(' ', o);
+                col++;
+            }
+            fputs(op, o);
+            col += l;
+        }
+        fputs("\n          (Fi+ forward keeping its tape, Fi forward without, Bi backward)\n", o);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+   Library log capture: the library's message explains errors other than infeasibility. */
+
+static char g_libmsg[512];
+
+static void capture_log(const char *tag, ckpt_log_level level, ckpt_result item, const char *message,
+                        const char *file, int line, void *user) {
+    (void)tag, (void)item, (void)file, (void)line, (void)user;
+    if (level == CKPT_LOG_ERROR && message) snprintf(g_libmsg, sizeof g_libmsg, "%s", message);
+}
+
+/* ---------------------------------------------------------------------------------------------
+   main */
+
+static void usage(FILE *o) {
+    fprintf(o,
+            "usage: %s [--policy store-all|every-k|sqrt|greedy|optimal] [--k K] [--budget BYTES]\n"
+            "                 [--json] FILE.csv\n"
+            "\n"
+            "Plans activation checkpointing for a chain of stages (ckpt.h's planner).\n"
+            "\n"
+            "  --policy P     planner policy (default optimal)\n"
+            "  --k K          every-k segment length; 0 = the best k that fits (default 0)\n"
+            "  --budget BYTES peak bytes allowed (default: the store-all peak; 0 = no limit);\n"
+            "                 accepts units KB MB GB TB (10^3n) and KiB MiB GiB TiB (2^10n)\n"
+            "  --json         print one JSON object instead of the summary and table\n"
+            "  --help         print this help\n"
+            "\n"
+            "FILE.csv ('-' for standard input) has a header line naming the columns\n"
+            "  name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace\n"
+            "in any order, optionally no_checkpoint (0/1), then one row per stage, first stage\n"
+            "first. Times are non-negative decimals (any consistent unit), sizes byte counts.\n"
+            "Blank lines and lines starting with '#' are ignored.\n"
+            "\n"
+            "Exit status: 0 feasible, 3 the budget is infeasible, 2 bad input or usage,\n"
+            "1 internal error.\n",
+            PROG);
+}
+
+static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "%s: ", PROG);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n", stderr);
+    usage(stderr);
+    return EXIT_USAGE;
+}
+
+/* "--opt VALUE" or "--opt=VALUE". Returns 1 and sets *val when argv[*i] is that option. */
+static int take_value(int argc, char **argv, int *i, const char *opt, const char **val, int *missing) {
+    size_t l = strlen(opt);
+    const char *a = argv[*i];
+    if (strncmp(a, opt, l) != 0) return 0;
+    if (a[l] == '=') {
+        *val = a + l + 1;
+        return 1;
+    }
+    if (a[l] != '\0') return 0;
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return 1;
+    }
+    *val = argv[++*i];
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    ckpt_policy policy = CKPT_POLICY_OPTIMAL;
+    const char *policy_arg = NULL, *path = NULL;
+    int k = 0, k_given = 0, json = 0, budget_given = 0, i, rc;
+    uint64_t budget = 0;
+    int opts_done = 0;
+    model m;
+    ckpt_plan_desc pd;
+    ckpt_plan *plan = NULL;
+    run_result res;
+    stage_view *sv = NULL;
+    ckpt_result r;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = NULL;
+        int missing = 0;
+        if (!opts_done && a[0] == '-' && a[1] != '\0') {
+            if (strcmp(a, "--") == 0) {
+                opts_done = 1;
+            } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+                usage(stdout);
+                return EXIT_OK;
+            } else if (strcmp(a, "--json") == 0) {
+                json = 1;
+            } else if (take_value(argc, argv, &i, "--policy", &val, &missing)) {
+                if (missing) return usage_error("option --policy needs a value");
+                policy_arg = val;
+            } else if (take_value(argc, argv, &i, "--k", &val, &missing)) {
+                if (missing) return usage_error("option --k needs a value");
+                if (!parse_int_arg(val, &k))
+                    return usage_error("--k: '%s' is not a non-negative integer", val);
+                k_given = 1;
+            } else if (take_value(argc, argv, &i, "--budget", &val, &missing)) {
+                if (missing) return usage_error("option --budget needs a value");
+                if (!parse_budget(val, &budget))
+                    return usage_error("--budget: '%s' is not a byte count (a non-negative integer, "
+                                       "optionally with a unit such as MiB or GB)", val);
+                budget_given = 1;
+            } else {
+                return usage_error("unknown option '%s'", a);
+            }
+        } else {
+            if (path) return usage_error("more than one input file ('%s' and '%s')", path, a);
+            path = a;
+        }
+    }
+    if (policy_arg) {
+        if (ckpt_policy_parse(policy_arg, &policy) != CKPT_OK) {
+            char b[64];
+            return usage_error("unknown policy '%s' (use store-all, every-k, sqrt, greedy or optimal)",
+                               show(policy_arg, b, sizeof b));
+        }
+    }
+    if (!path) return usage_error("no input file");
+    if (k_given && policy != CKPT_POLICY_EVERY_K)
+        fprintf(stderr, "%s: warning: --k is ignored with policy %s\n", PROG,
+                ckpt_policy_name(policy) ? ckpt_policy_name(policy) : "?");
+
+    rc = load_model(path, &m);
+    if (rc) {
+        free_model(&m);
+        return rc;
+    }
+
+    memset(&pd, 0, sizeof pd);
+    pd.policy = policy;
+    pd.budget = budget;
+    pd.k = policy == CKPT_POLICY_EVERY_K ? k : 0;
+    pd.logger.fn = capture_log;
+
+    memset(&res, 0, sizeof res);
+    res.file = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    res.m = &m;
+    res.policy = policy;
+    res.k_requested = pd.k;
+    res.budget_given = budget_given;
+
+    r = ckpt_plan_create(m.costs, m.n, &pd, &plan, &res.info);
+    if (r == CKPT_ERR_INFEASIBLE) {
+        char kdesc[48] = "";
+        if (policy == CKPT_POLICY_EVERY_K && pd.k > 0) snprintf(kdesc, sizeof kdesc, " (k = %d)", pd.k);
+        if (res.info.budget == 0) res.info.budget = budget;
+        res.feasible = 0;
+        if (json) print_json(stdout, &res);
+        else print_text(stdout, &res);
+        fflush(stdout);
+        if (res.info.min_budget == 0 || res.info.min_budget == UINT64_MAX)
+            fprintf(stderr, "%s: budget %" PRIu64 " bytes is infeasible for policy %s%s; no budget is "
+                            "feasible\n",
+                    PROG, res.info.budget, ckpt_policy_name(policy), kdesc);
+        else
+            fprintf(stderr,
+                    "%s: budget %" PRIu64 " bytes is infeasible for policy %s%s; the smallest feasible "
+                    "budget is %" PRIu64 " bytes\n",
+                    PROG, res.info.budget, ckpt_policy_name(policy), kdesc, res.info.min_budget);
+        free_model(&m);
+        return EXIT_INFEASIBLE;
+    }
+    if (r != CKPT_OK) {
+        int input_fault = r == CKPT_ERR_BAD_TIME || r == CKPT_ERR_BAD_FLAGS ||
+                          r == CKPT_ERR_SIZE_OVERFLOW || r == CKPT_ERR_BAD_K ||
+                          r == CKPT_ERR_NO_STAGES || r == CKPT_ERR_TOO_MANY_STAGES ||
+                          r == CKPT_ERR_BAD_POLICY;
+        fprintf(stderr, "%s: %s: planning failed: %s (%s)%s%s\n", PROG, res.file,
+                ckpt_result_description(r), ckpt_result_string(r), g_libmsg[0] ? ": " : "", g_libmsg);
+        free_model(&m);
+        return input_fault ? EXIT_USAGE : EXIT_INTERNAL;
+    }
+
+    res.feasible = 1;
+    res.ops = ckpt_plan_ops(plan, &res.n_ops);
+    sv = (stage_view *)xmalloc((size_t)m.n * sizeof *sv);
+    if (!res.ops || !derive_views(res.ops, res.n_ops, m.n, sv)) {
+        fprintf(stderr, "%s: %s: internal error: the planner returned a malformed schedule\n", PROG,
+                res.file);
+        free(sv);
+        ckpt_plan_destroy(plan);
+        free_model(&m);
+        return EXIT_INTERNAL;
+    }
+    res.sv = sv;
+
+    /* Self-check: replay the schedule in the cost model; it must match the plan's prediction. */
+    {
+        double t = 0;
+        uint64_t peak = 0;
+        int bad = -1;
+        ckpt_result sr = ckpt_schedule_simulate(m.costs, m.n, res.ops, res.n_ops, &t, &peak, &bad);
+        if (sr != CKPT_OK)
+            fprintf(stderr, "%s: warning: the planned schedule fails the cost-model check at op %d (%s)\n",
+                    PROG, bad, ckpt_result_string(sr));
+        else if (peak != res.info.peak || fabs(t - res.info.time) > 1e-9 * (1.0 + fabs(t)))
+            fprintf(stderr,
+                    "%s: warning: the planned schedule simulates to time %.17g, peak %" PRIu64
+                    " but the plan predicts time %.17g, peak %" PRIu64 "\n",
+                    PROG, t, peak, res.info.time, res.info.peak);
+    }
+
+    if (json) print_json(stdout, &res);
+    else print_text(stdout, &res);
+
+    free(sv);
+    ckpt_plan_destroy(plan);
+    free_model(&m);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: error writing the output\n", PROG);
+        return EXIT_INTERNAL;
+    }
+    return EXIT_OK;
+}
