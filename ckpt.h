@@ -1032,6 +1032,8 @@ done:
    search may drop X[i-1] or X[i] (a buffer is dropped right after its last read); B frees what
    the model says. Labels are (time, peak) lexicographic, or (peak, time) to find the smallest
    feasible budget; both extend monotonically, so Dijkstra is exact. */
+struct _ckpt_heap_e { double k1; uint64_t k2; int64_t s; };
+
 typedef struct _ckpt_xs {
     const ckpt_cost *c;
     int n, nu;
@@ -1043,7 +1045,7 @@ typedef struct _ckpt_xs {
     int32_t *parent;
     uint16_t *op;       /* kind | stage << 1 | tape << 6 */
     unsigned char *done;
-    struct _ckpt_heap_e { double k1; uint64_t k2; int64_t s; } *heap;
+    struct _ckpt_heap_e *heap;
     int64_t heap_n, heap_cap;
     int by_peak;
 } _ckpt_xs;
@@ -1692,6 +1694,470 @@ CKPT_API const ckpt_plan_info *ckpt_plan_get_info(const ckpt_plan *plan) { retur
 CKPT_API const ckpt_op *ckpt_plan_ops(const ckpt_plan *plan, int *n_ops) {
     if (n_ops) *n_ops = plan ? plan->info.n_ops : 0;
     return plan ? plan->ops : NULL;
+}
+
+/* >>arena: offsets fixed at plan time ----------------------------------------------------------
+   Offline placement of buffers with known lifetimes: take them in an order, put each at the
+   lowest offset where it overlaps no already placed buffer that is live at the same time. Two
+   orders are tried (largest first; earliest first) and the smaller arena kept. */
+static uint64_t _ckpt_align_up(uint64_t v) { return (v + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN; }
+
+typedef struct _ckpt_layout_ctx { const _ckpt_buf *b; int by_size; } _ckpt_layout_ctx;
+static _ckpt_layout_ctx _ckpt_sort_ctx;   /* qsort has no user pointer; set just before sorting */
+
+static int _ckpt_order_cmp(const void *pa, const void *pb) {
+    const _ckpt_buf *x = &_ckpt_sort_ctx.b[*(const int *)pa], *y = &_ckpt_sort_ctx.b[*(const int *)pb];
+    if (_ckpt_sort_ctx.by_size && x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->end != y->end) return x->end > y->end ? -1 : 1;
+    return *(const int *)pa < *(const int *)pb ? -1 : 1;
+}
+static int _ckpt_off_cmp(const void *pa, const void *pb) {
+    const uint64_t *x = (const uint64_t *)pa, *y = (const uint64_t *)pb;
+    return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0;
+}
+
+/* Places bufs in the given order; returns the arena size, or UINT64_MAX on allocation failure. */
+static uint64_t _ckpt_place(const ckpt_allocator *al, _ckpt_buf *b, const int *order, int nb, uint64_t *offs) {
+    uint64_t *iv = (uint64_t *)_ckpt_malloc(al, (size_t)(nb + 1) * 2 * sizeof(uint64_t));
+    uint64_t extent = 0;
+    int i, j;
+    if (!iv) return UINT64_MAX;
+    for (i = 0; i < nb; i++) {
+        const _ckpt_buf *x = &b[order[i]];
+        uint64_t sz = _ckpt_align_up(x->bytes), off = 0;
+        int m = 0;
+        if (x->bytes == 0) { offs[order[i]] = 0; continue; }
+        for (j = 0; j < i; j++) {
+            const _ckpt_buf *y = &b[order[j]];
+            if (y->bytes == 0 || y->end < x->start || x->end < y->start) continue;
+            iv[2 * m] = offs[order[j]]; iv[2 * m + 1] = offs[order[j]] + _ckpt_align_up(y->bytes); m++;
+        }
+        qsort(iv, (size_t)m, 2 * sizeof(uint64_t), _ckpt_off_cmp);
+        for (j = 0; j < m; j++) {
+            if (iv[2 * j] >= off + sz) break;          /* fits in the gap before interval j */
+            if (iv[2 * j + 1] > off) off = iv[2 * j + 1];
+        }
+        offs[order[i]] = off;
+        if (off + sz > extent) extent = off + sz;
+    }
+    _ckpt_free(al, iv);
+    return extent;
+}
+
+static ckpt_result _ckpt_layout_arena(const ckpt_allocator *al, _ckpt_analysis *an, uint64_t *arena) {
+    int nb = an->n_bufs, pass, i;
+    int *order = (int *)_ckpt_malloc(al, (size_t)(nb + 1) * sizeof(int));
+    uint64_t *offs = (uint64_t *)_ckpt_malloc(al, (size_t)(nb + 1) * sizeof(uint64_t));
+    uint64_t best = UINT64_MAX;
+    ckpt_result r = CKPT_OK;
+    if (!order || !offs) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
+    for (pass = 0; pass < 2; pass++) {
+        uint64_t ext;
+        for (i = 0; i < nb; i++) order[i] = i;
+        _ckpt_sort_ctx.b = an->bufs; _ckpt_sort_ctx.by_size = pass == 0;
+        qsort(order, (size_t)nb, sizeof(int), _ckpt_order_cmp);
+        ext = _ckpt_place(al, an->bufs, order, nb, offs);
+        if (ext == UINT64_MAX) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
+        if (ext < best) { best = ext; for (i = 0; i < nb; i++) an->bufs[i].offset = offs[i]; }
+    }
+    *arena = best;
+done:
+    _ckpt_free(al, order); _ckpt_free(al, offs);
+    return r;
+}
+
+/* >>chain --------------------------------------------------------------------------------------- */
+enum { _CKPT_IDLE = 0, _CKPT_FORWARD_DONE = 1 };
+
+struct ckpt_chain {
+    ckpt_allocator al;
+    ckpt_logger lg;
+    ckpt_backend be;
+    int n;
+    ckpt_stage_desc *stages;
+    char **names;
+    ckpt_cost *costs;
+    ckpt_rng_hooks hooks;
+    unsigned char *hook_state;      /* n + 1 states: one per stage, then a scratch */
+    uint64_t seed, rng_next, rng_step_start;
+    uint64_t *rng_base, *rng_count; /* per stage: range drawn in the first forward */
+    /* the plan in use */
+    ckpt_plan *plan;
+    _ckpt_analysis an;
+    uint64_t *op_alloc, *op_free;   /* bytes that become live / die at each op */
+    void *arena;
+    uint64_t arena_bytes;
+    /* the step */
+    int state;
+    const void *input;
+    ckpt_chain_stats stats;
+};
+
+static const char *_ckpt_stage_name(const ckpt_chain *ch, int i) { return ch->names[i]; }
+
+static ckpt_result _ckpt_check_chain_desc(const ckpt_chain_desc *d, const ckpt_logger *lg) {
+    int i;
+    if (!d->stages) return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_chain_desc.stages is NULL");
+    if (d->n_stages < 1)
+        return _CKPT_ERR(lg, CKPT_ERR_NO_STAGES, "ckpt_chain_desc.n_stages is %d; it must be at least 1", d->n_stages);
+    if (d->n_stages > CKPT_MAX_STAGES)
+        return _CKPT_ERR(lg, CKPT_ERR_TOO_MANY_STAGES, "ckpt_chain_desc.n_stages is %d; at most %d (CKPT_MAX_STAGES)",
+                         d->n_stages, CKPT_MAX_STAGES);
+    if (!d->backend) return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_chain_desc.backend is NULL");
+    if (!d->backend->alloc || !d->backend->free)
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_BACKEND, "ckpt_chain_desc.backend: alloc and free are required");
+    if ((!d->allocator.alloc) != (!d->allocator.free))
+        return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_chain_desc.allocator: alloc and free must be set together");
+    if ((d->rng_hooks.save || d->rng_hooks.restore || d->rng_hooks.state_bytes) &&
+        (!d->rng_hooks.save || !d->rng_hooks.restore || !d->rng_hooks.state_bytes))
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_RNG_HOOKS,
+                         "ckpt_chain_desc.rng_hooks: save, restore and state_bytes must be given together");
+    for (i = 0; i < d->n_stages; i++)
+        if (!d->stages[i].forward || !d->stages[i].backward)
+            return _CKPT_ERR(lg, CKPT_ERR_MISSING_CALLBACK, "ckpt_chain_desc.stages[%d] (%s) has no %s callback", i,
+                             d->stages[i].name ? d->stages[i].name : "unnamed",
+                             d->stages[i].forward ? "backward" : "forward");
+    return CKPT_OK;
+}
+
+static void _ckpt_chain_drop_plan(ckpt_chain *ch) {
+    if (ch->arena) ch->be.free(ch->be.state, ch->arena);
+    ch->arena = NULL; ch->arena_bytes = 0;
+    ckpt_plan_destroy(ch->plan);
+    ch->plan = NULL;
+    _ckpt_analysis_free(&ch->al, &ch->an);
+    _ckpt_free(&ch->al, ch->op_alloc); _ckpt_free(&ch->al, ch->op_free);
+    ch->op_alloc = ch->op_free = NULL;
+}
+
+CKPT_API void ckpt_chain_destroy(ckpt_chain *ch) {
+    ckpt_allocator al;
+    int i;
+    if (!ch) return;
+    al = ch->al;
+    _ckpt_chain_drop_plan(ch);
+    if (ch->names)
+        for (i = 0; i < ch->n; i++) _ckpt_free(&al, ch->names[i]);
+    _ckpt_free(&al, ch->names); _ckpt_free(&al, ch->stages); _ckpt_free(&al, ch->costs);
+    _ckpt_free(&al, ch->hook_state); _ckpt_free(&al, ch->rng_base); _ckpt_free(&al, ch->rng_count);
+    _ckpt_free(&al, ch);
+}
+
+CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain **out) {
+    const ckpt_logger *lg = desc ? &desc->logger : NULL;
+    ckpt_chain *ch;
+    ckpt_result r;
+    int i, all_zero = 1;
+    if (!out) return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_chain_create: out is NULL");
+    *out = NULL;
+    if (!desc) return CKPT_ERR_NULL_ARGUMENT;
+    if ((r = _ckpt_check_chain_desc(desc, lg)) != CKPT_OK) return r;
+    ch = (ckpt_chain *)_ckpt_calloc(&desc->allocator, 1, sizeof *ch);
+    if (!ch) return _CKPT_ERR(lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_create: out of host memory");
+    ch->al = desc->allocator; ch->lg = desc->logger; ch->be = *desc->backend; ch->n = desc->n_stages;
+    ch->hooks = desc->rng_hooks; ch->seed = desc->seed; ch->rng_next = desc->rng_offset;
+    ch->stats.failed_stage = -1;
+    ch->stages = (ckpt_stage_desc *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->stages);
+    ch->names = (char **)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->names);
+    ch->costs = (ckpt_cost *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->costs);
+    ch->rng_base = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof(uint64_t));
+    ch->rng_count = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof(uint64_t));
+    if (ch->hooks.state_bytes)
+        ch->hook_state = (unsigned char *)_ckpt_calloc(&ch->al, (size_t)ch->n + 1, ch->hooks.state_bytes);
+    if (!ch->stages || !ch->names || !ch->costs || !ch->rng_base || !ch->rng_count ||
+        (ch->hooks.state_bytes && !ch->hook_state))
+        goto oom;
+    memcpy(ch->stages, desc->stages, (size_t)ch->n * sizeof *ch->stages);
+    for (i = 0; i < ch->n; i++) {
+        const ckpt_stage_desc *s = &desc->stages[i];
+        char buf[32];
+        const char *nm = s->name;
+        size_t len;
+        if (!nm) { snprintf(buf, sizeof buf, "stage %d", i); nm = buf; }
+        len = strlen(nm);
+        if (!(ch->names[i] = (char *)_ckpt_malloc(&ch->al, len + 1))) goto oom;
+        memcpy(ch->names[i], nm, len + 1);
+        ch->stages[i].name = ch->names[i];
+        ch->costs[i].f = s->fwd_time; ch->costs[i].b = s->bwd_time;
+        ch->costs[i].a = s->out_bytes; ch->costs[i].t = s->tape_bytes;
+        ch->costs[i].wf = s->fwd_workspace_bytes; ch->costs[i].wb = s->bwd_workspace_bytes;
+        ch->costs[i].flags = s->flags;
+        if (s->fwd_time != 0 || s->bwd_time != 0) all_zero = 0;
+    }
+    if (all_zero)   /* no times given: assume the usual backward = 2 x forward */
+        for (i = 0; i < ch->n; i++) { ch->costs[i].f = 1.0; ch->costs[i].b = 2.0; }
+    if ((r = _ckpt_check_costs(ch->costs, ch->n, lg)) != CKPT_OK) { ckpt_chain_destroy(ch); return r; }
+    *out = ch;
+    return CKPT_OK;
+oom:
+    ckpt_chain_destroy(ch);
+    return _CKPT_ERR(lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_create: out of host memory");
+}
+
+/* Installs a plan: analyses its schedule, lays out the arena and allocates it. Takes ownership
+   of plan; on failure frees it and leaves the chain's previous plan in place. */
+static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_plan_info *info) {
+    _ckpt_analysis an;
+    uint64_t arena_bytes = 0, *op_alloc = NULL, *op_free = NULL;
+    void *arena = NULL;
+    const char *why;
+    int bad, b;
+    ckpt_result r = _ckpt_analyze(ch->costs, ch->n, plan->ops, plan->info.n_ops, &ch->al, 1, &an, &bad, &why);
+    if (r == CKPT_ERR_BAD_SCHEDULE) {
+        _CKPT_ERR(&ch->lg, r, "schedule op %d: %s", bad, why);
+        ckpt_plan_destroy(plan);
+        return r;
+    }
+    if (r == CKPT_OK) r = _ckpt_layout_arena(&ch->al, &an, &arena_bytes);
+    if (r == CKPT_OK) {
+        op_alloc = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)plan->info.n_ops + 1, sizeof(uint64_t));
+        op_free = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)plan->info.n_ops + 1, sizeof(uint64_t));
+        if (!op_alloc || !op_free) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+    }
+    if (r != CKPT_OK) {
+        _CKPT_ERR(&ch->lg, r, "out of host memory while laying out the arena");
+    } else if ((r = ch->be.alloc(ch->be.state, (size_t)(arena_bytes ? arena_bytes : 1), &arena)) != CKPT_OK) {
+        _CKPT_ERR(&ch->lg, r, "the backend (%s) could not allocate the %llu-byte arena",
+                  ch->be.name ? ch->be.name : "unnamed", (unsigned long long)arena_bytes);
+        arena = NULL;
+    }
+    if (r != CKPT_OK) {
+        _ckpt_analysis_free(&ch->al, &an);
+        _ckpt_free(&ch->al, op_alloc); _ckpt_free(&ch->al, op_free);
+        ckpt_plan_destroy(plan);
+        return r;
+    }
+    for (b = 0; b < an.n_bufs; b++) {
+        op_alloc[an.bufs[b].start] += an.bufs[b].bytes;
+        op_free[an.bufs[b].end] += an.bufs[b].bytes;
+    }
+    _ckpt_chain_drop_plan(ch);
+    ch->plan = plan; ch->an = an; ch->arena = arena; ch->arena_bytes = arena_bytes;
+    ch->op_alloc = op_alloc; ch->op_free = op_free;
+    ch->state = _CKPT_IDLE;
+    ch->stats.planned_peak = plan->info.peak;
+    ch->stats.measured_peak = 0;
+    ch->stats.arena_bytes = arena_bytes;
+    ch->stats.arena_high_water = 0;
+    if (info) *info = plan->info;
+    return CKPT_OK;
+}
+
+CKPT_API ckpt_result ckpt_chain_plan(ckpt_chain *ch, const ckpt_plan_desc *desc, ckpt_plan_info *info) {
+    ckpt_plan *plan;
+    ckpt_plan_info tmp;
+    ckpt_result r;
+    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    if (ch->state != _CKPT_IDLE)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_chain_plan: a forward is pending; run backward first");
+    r = _ckpt_plan_make(&ch->al, &ch->lg, ch->costs, ch->n, desc, &plan, &tmp);
+    if (info) *info = tmp;
+    if (r != CKPT_OK) return r;
+    return _ckpt_chain_install(ch, plan, info);
+}
+
+CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops, int n_ops, ckpt_plan_info *info) {
+    ckpt_plan *plan;
+    ckpt_result r;
+    double t; uint64_t p;
+    int bad, i;
+    if (!ch || (!ops && n_ops > 0)) return CKPT_ERR_NULL_ARGUMENT;
+    if (n_ops < 0) return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_INDEX, "ckpt_chain_set_schedule: n_ops is negative");
+    if (ch->state != _CKPT_IDLE)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_chain_set_schedule: a forward is pending");
+    r = ckpt_schedule_simulate(ch->costs, ch->n, ops, n_ops, &t, &p, &bad);
+    if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: op %d breaks the cost model", bad);
+    plan = (ckpt_plan *)_ckpt_calloc(&ch->al, 1, sizeof *plan);
+    if (plan) plan->ops = (ckpt_op *)_ckpt_malloc(&ch->al, (size_t)(n_ops + 1) * sizeof(ckpt_op));
+    if (!plan || !plan->ops) {
+        _ckpt_free(&ch->al, plan);
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_set_schedule: out of host memory");
+    }
+    plan->al = ch->al;
+    memcpy(plan->ops, ops, (size_t)n_ops * sizeof(ckpt_op));
+    plan->info.policy = CKPT_POLICY_COUNT_;
+    plan->info.time = t; plan->info.peak = p; plan->info.budget = p; plan->info.min_budget = p;
+    plan->info.n_ops = n_ops; plan->info.unit = 1;
+    for (i = 0; i < n_ops; i++) plan->info.n_recomputed += ops[i].kind == CKPT_OP_F;
+    plan->info.n_recomputed -= ch->n;
+    return _ckpt_chain_install(ch, plan, info);
+}
+
+CKPT_API const ckpt_plan *ckpt_chain_get_plan(const ckpt_chain *ch) { return ch ? ch->plan : NULL; }
+
+CKPT_API ckpt_result ckpt_chain_get_stats(const ckpt_chain *ch, ckpt_chain_stats *out) {
+    if (!ch || !out) return CKPT_ERR_NULL_ARGUMENT;
+    *out = ch->stats;
+    return CKPT_OK;
+}
+
+/* >>executor ------------------------------------------------------------------------------------ */
+CKPT_API ckpt_result ckpt_ctx_rng(ckpt_ctx *ctx, uint64_t blocks, ckpt_philox *out) {
+    if (!ctx || !out) return CKPT_ERR_NULL_ARGUMENT;
+    if (ctx->mode == CKPT_MODE_BACKWARD)
+        return _CKPT_ERR(&ctx->chain->lg, CKPT_ERR_OUT_OF_ORDER,
+                         "ckpt_ctx_rng: stage %d (%s) drew random numbers in backward; draw them in forward "
+                         "and keep what backward needs on the tape", ctx->stage, _ckpt_stage_name(ctx->chain, ctx->stage));
+    if (ctx->mode == CKPT_MODE_RECOMPUTE && blocks > ctx->_rng_limit - ctx->_rng_cursor)
+        return _CKPT_ERR(&ctx->chain->lg, CKPT_ERR_RNG_REPLAY,
+                         "stage %d (%s): the recomputation draws more random numbers than the first forward did",
+                         ctx->stage, _ckpt_stage_name(ctx->chain, ctx->stage));
+    out->key = ctx->chain->seed;
+    out->base = ctx->_rng_cursor;
+    out->count = blocks;
+    ctx->_rng_cursor += blocks;
+    return CKPT_OK;
+}
+
+static ckpt_result _ckpt_fail_stage(ckpt_chain *ch, int stage, const char *what, ckpt_result cb) {
+    ch->stats.failed_stage = stage;
+    ch->stats.failed_result = cb;
+    return _CKPT_ERR(&ch->lg, CKPT_ERR_CALLBACK, "stage %d (%s): %s callback returned %s", stage,
+                     _ckpt_stage_name(ch, stage), what, ckpt_result_string(cb));
+}
+
+static void *_ckpt_buf_ptr(ckpt_chain *ch, int b) {
+    const _ckpt_buf *x;
+    if (b < 0) return NULL;
+    x = &ch->an.bufs[b];
+    if (x->bytes == 0) return NULL;
+    if (x->offset + x->bytes > ch->stats.arena_high_water) ch->stats.arena_high_water = x->offset + x->bytes;
+    return (char *)ch->arena + x->offset;
+}
+
+static ckpt_result _ckpt_run_forward_op(ckpt_chain *ch, const ckpt_op *op, const _ckpt_instr *in) {
+    int i = op->stage - 1;
+    const ckpt_stage_desc *st = &ch->stages[i];
+    size_t hb = ch->hooks.state_bytes;
+    ckpt_ctx ctx;
+    ckpt_fwd_args a;
+    ckpt_result r;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.chain = ch; ctx.stage = i; ctx.keep_tape = op->tape; ctx.user = st->user;
+    ctx.stream = ch->be.compute_stream ? ch->be.compute_stream(ch->be.state) : NULL;
+    ctx.mode = in->first ? CKPT_MODE_FORWARD : CKPT_MODE_RECOMPUTE;
+    if (in->first) {
+        ctx._rng_cursor = ch->rng_next;
+        if (hb) ch->hooks.save(ch->hook_state + (size_t)i * hb, ch->hooks.user);
+    } else {
+        ctx._rng_cursor = ch->rng_base[i];
+        ctx._rng_limit = ch->rng_base[i] + ch->rng_count[i];
+        if (hb) {
+            ch->hooks.save(ch->hook_state + (size_t)ch->n * hb, ch->hooks.user);
+            ch->hooks.restore(ch->hook_state + (size_t)i * hb, ch->hooks.user);
+        }
+    }
+    a.ctx = &ctx;
+    a.in = i == 0 ? ch->input : _ckpt_buf_ptr(ch, in->in);
+    a.out = _ckpt_buf_ptr(ch, in->out);
+    a.tape = _ckpt_buf_ptr(ch, in->tape);
+    a.workspace = _ckpt_buf_ptr(ch, in->ws);
+    r = st->forward(&a);
+    if (!in->first && hb) ch->hooks.restore(ch->hook_state + (size_t)ch->n * hb, ch->hooks.user);
+    if (r != CKPT_OK) return _ckpt_fail_stage(ch, i, in->first ? "forward" : "forward (recomputation)", r);
+    if (in->first) {
+        ch->rng_base[i] = ch->rng_next;
+        ch->rng_count[i] = ctx._rng_cursor - ch->rng_next;
+        ch->rng_next = ctx._rng_cursor;
+    } else if (ctx._rng_cursor != ctx._rng_limit) {
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_RNG_REPLAY,
+                         "stage %d (%s): the recomputation drew %llu Philox blocks, the first forward %llu", i,
+                         _ckpt_stage_name(ch, i), (unsigned long long)(ctx._rng_cursor - ch->rng_base[i]),
+                         (unsigned long long)ch->rng_count[i]);
+    }
+    return CKPT_OK;
+}
+
+static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, const _ckpt_instr *in,
+                                         const void *grad_output, void *grad_input) {
+    int i = op->stage - 1;
+    const ckpt_stage_desc *st = &ch->stages[i];
+    ckpt_ctx ctx;
+    ckpt_bwd_args a;
+    ckpt_result r;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.chain = ch; ctx.stage = i; ctx.mode = CKPT_MODE_BACKWARD; ctx.user = st->user;
+    ctx.stream = ch->be.compute_stream ? ch->be.compute_stream(ch->be.state) : NULL;
+    a.ctx = &ctx;
+    a.in = i == 0 ? ch->input : _ckpt_buf_ptr(ch, in->in);
+    a.tape = _ckpt_buf_ptr(ch, in->tape);
+    a.grad_out = i == ch->n - 1 ? grad_output : _ckpt_buf_ptr(ch, in->gout);
+    a.grad_in = i == 0 ? grad_input : _ckpt_buf_ptr(ch, in->gin);
+    a.workspace = _ckpt_buf_ptr(ch, in->ws);
+    r = st->backward(&a);
+    return r == CKPT_OK ? CKPT_OK : _ckpt_fail_stage(ch, i, "backward", r);
+}
+
+/* Runs ops [from, to); the live-byte count is kept as the executor hands out and retires buffers. */
+static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *gout, void *gin, uint64_t *live) {
+    int k;
+    for (k = from; k < to; k++) {
+        const ckpt_op *op = &ch->plan->ops[k];
+        ckpt_result r;
+        *live += ch->op_alloc[k];
+        if (*live > ch->stats.measured_peak) ch->stats.measured_peak = *live;
+        r = op->kind == CKPT_OP_F ? _ckpt_run_forward_op(ch, op, &ch->an.instr[k])
+                                  : _ckpt_run_backward_op(ch, op, &ch->an.instr[k], gout, gin);
+        if (r != CKPT_OK) return r;
+        *live -= ch->op_free[k];
+        ch->stats.ops_run++;
+    }
+    return CKPT_OK;
+}
+
+static void _ckpt_abandon_step(ckpt_chain *ch) {
+    ch->state = _CKPT_IDLE;
+    ch->rng_next = ch->rng_step_start;   /* a failed step consumes no random numbers */
+    ch->input = NULL;
+}
+
+static uint64_t _ckpt_live_after_forward(const ckpt_chain *ch) {
+    uint64_t live = 0;
+    int k;
+    for (k = 0; k <= ch->an.fn_op; k++) live += ch->op_alloc[k] - ch->op_free[k];
+    return live;
+}
+
+CKPT_API ckpt_result ckpt_forward(ckpt_chain *ch, const void *input, const void **output) {
+    uint64_t live = 0;
+    ckpt_result r;
+    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "ckpt_forward: no plan; call ckpt_chain_plan first");
+    if (ch->state != _CKPT_IDLE)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_forward: the previous forward has not been back-propagated "
+                         "(call ckpt_backward, or ckpt_chain_reset_step to abandon it)");
+    ch->rng_step_start = ch->rng_next;
+    ch->input = input;
+    r = _ckpt_run_ops(ch, 0, ch->an.fn_op + 1, NULL, NULL, &live);
+    if (r != CKPT_OK) { _ckpt_abandon_step(ch); return r; }
+    ch->state = _CKPT_FORWARD_DONE;
+    if (output) *output = _ckpt_buf_ptr(ch, ch->an.instr[ch->an.fn_op].out);
+    return CKPT_OK;
+}
+
+CKPT_API ckpt_result ckpt_backward(ckpt_chain *ch, const void *grad_output, void *grad_input) {
+    uint64_t live;
+    ckpt_result r;
+    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "ckpt_backward: no plan; call ckpt_chain_plan first");
+    if (ch->state != _CKPT_FORWARD_DONE)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_backward: no forward to back-propagate (call ckpt_forward first)");
+    live = _ckpt_live_after_forward(ch);
+    r = _ckpt_run_ops(ch, ch->an.fn_op + 1, ch->plan->info.n_ops, grad_output, grad_input, &live);
+    if (r != CKPT_OK) { _ckpt_abandon_step(ch); return r; }
+    if (ch->be.synchronize && (r = ch->be.synchronize(ch->be.state, NULL)) != CKPT_OK) {
+        _ckpt_abandon_step(ch);
+        return _CKPT_ERR(&ch->lg, r, "ckpt_backward: the backend failed to synchronize");
+    }
+    ch->state = _CKPT_IDLE;
+    ch->input = NULL;
+    ch->stats.steps++;
+    return CKPT_OK;
+}
+
+CKPT_API void ckpt_chain_reset_step(ckpt_chain *ch) {
+    if (ch && ch->state == _CKPT_FORWARD_DONE) { ch->state = _CKPT_IDLE; ch->input = NULL; }
 }
 
 /* >>end of the implementation */
