@@ -1697,73 +1697,91 @@ CKPT_API const ckpt_op *ckpt_plan_ops(const ckpt_plan *plan, int *n_ops) {
 }
 
 /* >>arena: offsets fixed at plan time ----------------------------------------------------------
-   Offline placement of buffers with known lifetimes: take them in an order, put each at the
-   lowest offset where it overlaps no already placed buffer that is live at the same time. Two
-   orders are tried (largest first; earliest first) and the smaller arena kept. */
+   Offline placement of buffers with known lifetimes: take them in some order and put each at the
+   lowest offset where it overlaps no already placed buffer that is live at the same time. The
+   lower bound is the largest sum of (aligned) sizes live during one op; orders are tried (largest
+   first, earliest first, longest-lived first, then seeded random perturbations of sizes) until
+   one reaches the bound or the work allowance is spent, and the smallest arena is kept. */
 static uint64_t _ckpt_align_up(uint64_t v) { return (v + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN; }
 
-typedef struct _ckpt_layout_ctx { const _ckpt_buf *b; int by_size; } _ckpt_layout_ctx;
-static _ckpt_layout_ctx _ckpt_sort_ctx;   /* qsort has no user pointer; set just before sorting */
-
-static int _ckpt_order_cmp(const void *pa, const void *pb) {
-    const _ckpt_buf *x = &_ckpt_sort_ctx.b[*(const int *)pa], *y = &_ckpt_sort_ctx.b[*(const int *)pb];
-    if (_ckpt_sort_ctx.by_size && x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
-    if (x->start != y->start) return x->start < y->start ? -1 : 1;
-    if (x->end != y->end) return x->end > y->end ? -1 : 1;
-    return *(const int *)pa < *(const int *)pb ? -1 : 1;
+typedef struct _ckpt_order_key { uint64_t k1, k2; int idx; } _ckpt_order_key;
+static int _ckpt_key_cmp(const void *pa, const void *pb) {
+    const _ckpt_order_key *x = (const _ckpt_order_key *)pa, *y = (const _ckpt_order_key *)pb;
+    if (x->k1 != y->k1) return x->k1 > y->k1 ? -1 : 1;
+    if (x->k2 != y->k2) return x->k2 > y->k2 ? -1 : 1;
+    return x->idx < y->idx ? -1 : 1;
 }
 static int _ckpt_off_cmp(const void *pa, const void *pb) {
     const uint64_t *x = (const uint64_t *)pa, *y = (const uint64_t *)pb;
     return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0;
 }
 
-/* Places bufs in the given order; returns the arena size, or UINT64_MAX on allocation failure. */
-static uint64_t _ckpt_place(const ckpt_allocator *al, _ckpt_buf *b, const int *order, int nb, uint64_t *offs) {
-    uint64_t *iv = (uint64_t *)_ckpt_malloc(al, (size_t)(nb + 1) * 2 * sizeof(uint64_t));
+/* Places bufs in the given order into offs; returns the arena size. iv: scratch of 2*nb. */
+static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, int nb, uint64_t *offs, uint64_t *iv) {
     uint64_t extent = 0;
     int i, j;
-    if (!iv) return UINT64_MAX;
     for (i = 0; i < nb; i++) {
-        const _ckpt_buf *x = &b[order[i]];
+        const _ckpt_buf *x = &b[order[i].idx];
         uint64_t sz = _ckpt_align_up(x->bytes), off = 0;
         int m = 0;
-        if (x->bytes == 0) { offs[order[i]] = 0; continue; }
         for (j = 0; j < i; j++) {
-            const _ckpt_buf *y = &b[order[j]];
-            if (y->bytes == 0 || y->end < x->start || x->end < y->start) continue;
-            iv[2 * m] = offs[order[j]]; iv[2 * m + 1] = offs[order[j]] + _ckpt_align_up(y->bytes); m++;
+            const _ckpt_buf *y = &b[order[j].idx];
+            if (y->end < x->start || x->end < y->start) continue;
+            iv[2 * m] = offs[order[j].idx]; iv[2 * m + 1] = offs[order[j].idx] + _ckpt_align_up(y->bytes); m++;
         }
         qsort(iv, (size_t)m, 2 * sizeof(uint64_t), _ckpt_off_cmp);
         for (j = 0; j < m; j++) {
             if (iv[2 * j] >= off + sz) break;          /* fits in the gap before interval j */
             if (iv[2 * j + 1] > off) off = iv[2 * j + 1];
         }
-        offs[order[i]] = off;
+        offs[order[i].idx] = off;
         if (off + sz > extent) extent = off + sz;
     }
-    _ckpt_free(al, iv);
     return extent;
 }
 
-static ckpt_result _ckpt_layout_arena(const ckpt_allocator *al, _ckpt_analysis *an, uint64_t *arena) {
-    int nb = an->n_bufs, pass, i;
-    int *order = (int *)_ckpt_malloc(al, (size_t)(nb + 1) * sizeof(int));
-    uint64_t *offs = (uint64_t *)_ckpt_malloc(al, (size_t)(nb + 1) * sizeof(uint64_t));
-    uint64_t best = UINT64_MAX;
+static ckpt_result _ckpt_layout_arena(const ckpt_allocator *al, _ckpt_analysis *an, int n_ops, uint64_t *arena) {
+    int nb = 0, i, pass;
+    _ckpt_order_key *order = (_ckpt_order_key *)_ckpt_malloc(al, (size_t)(an->n_bufs + 1) * sizeof *order);
+    uint64_t *offs = (uint64_t *)_ckpt_calloc(al, (size_t)an->n_bufs + 1, sizeof(uint64_t));
+    uint64_t *iv = (uint64_t *)_ckpt_malloc(al, (size_t)(an->n_bufs + 1) * 2 * sizeof(uint64_t));
+    int64_t *live = (int64_t *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int64_t));
+    uint64_t best = UINT64_MAX, bound = 0, rng = 0x2545F4914F6CDD1Dull;
+    int64_t acc = 0;
+    double work = 0;
     ckpt_result r = CKPT_OK;
-    if (!order || !offs) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
-    for (pass = 0; pass < 2; pass++) {
-        uint64_t ext;
-        for (i = 0; i < nb; i++) order[i] = i;
-        _ckpt_sort_ctx.b = an->bufs; _ckpt_sort_ctx.by_size = pass == 0;
-        qsort(order, (size_t)nb, sizeof(int), _ckpt_order_cmp);
-        ext = _ckpt_place(al, an->bufs, order, nb, offs);
-        if (ext == UINT64_MAX) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
-        if (ext < best) { best = ext; for (i = 0; i < nb; i++) an->bufs[i].offset = offs[i]; }
+    if (!order || !offs || !iv || !live) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
+    for (i = 0; i < an->n_bufs; i++) {
+        const _ckpt_buf *x = &an->bufs[i];
+        if (x->bytes == 0) continue;
+        live[x->start] += (int64_t)_ckpt_align_up(x->bytes);
+        live[x->end + 1] -= (int64_t)_ckpt_align_up(x->bytes);
+        order[nb++].idx = i;
     }
-    *arena = best;
+    for (i = 0; i <= n_ops; i++) { acc += live[i]; if ((uint64_t)acc > bound) bound = (uint64_t)acc; }
+    for (pass = 0; best > bound && pass < 256 && (pass < 3 || work < 4e7); pass++) {
+        uint64_t ext;
+        for (i = 0; i < nb; i++) {
+            const _ckpt_buf *x = &an->bufs[order[i].idx];
+            uint64_t sz = _ckpt_align_up(x->bytes), len = (uint64_t)(x->end - x->start);
+            switch (pass) {
+            case 0: order[i].k1 = sz; order[i].k2 = len; break;
+            case 1: order[i].k1 = (uint64_t)(n_ops - x->start); order[i].k2 = sz; break;
+            case 2: order[i].k1 = len; order[i].k2 = sz; break;
+            default:   /* size scaled by a random factor in [0.5, 1.5) */
+                rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+                order[i].k1 = sz / 2 + (uint64_t)((double)sz * (double)(rng >> 11) / 9007199254740992.0);
+                order[i].k2 = len;
+            }
+        }
+        qsort(order, (size_t)nb, sizeof *order, _ckpt_key_cmp);
+        ext = _ckpt_place(an->bufs, order, nb, offs, iv);
+        work += (double)nb * (double)nb;
+        if (ext < best) { best = ext; for (i = 0; i < nb; i++) an->bufs[order[i].idx].offset = offs[order[i].idx]; }
+    }
+    *arena = best == UINT64_MAX ? 0 : best;
 done:
-    _ckpt_free(al, order); _ckpt_free(al, offs);
+    _ckpt_free(al, order); _ckpt_free(al, offs); _ckpt_free(al, iv); _ckpt_free(al, live);
     return r;
 }
 
@@ -1909,7 +1927,7 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
         ckpt_plan_destroy(plan);
         return r;
     }
-    if (r == CKPT_OK) r = _ckpt_layout_arena(&ch->al, &an, &arena_bytes);
+    if (r == CKPT_OK) r = _ckpt_layout_arena(&ch->al, &an, plan->info.n_ops, &arena_bytes);
     if (r == CKPT_OK) {
         op_alloc = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)plan->info.n_ops + 1, sizeof(uint64_t));
         op_free = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)plan->info.n_ops + 1, sizeof(uint64_t));
