@@ -1,0 +1,186 @@
+/* RNG: Philox4x32-10 against the Random123 known-answer vectors; ranges drawn in a first forward
+   replayed exactly in every recomputation; user generators saved and restored around each
+   recomputation through the hooks; a recomputation that draws differently is an error. */
+#define CKPT_IMPLEMENTATION
+#include "../ckpt.h"
+#include "../backends/ckpt_cpu.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0, checks = 0;
+#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+static void kat(void) {
+    static const uint32_t v[3][10] = {
+        {0, 0, 0, 0, 0, 0, 0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u},
+        {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu,
+         0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu},
+        {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u,
+         0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}};
+    int i, j;
+    for (i = 0; i < 3; i++) {
+        uint32_t out[4];
+        ckpt_philox4x32_10(v[i], v[i] + 4, out);
+        for (j = 0; j < 4; j++)
+            CHECK(out[j] == v[i][6 + j], "KAT %d word %d: got %08x want %08x", i, j, out[j], v[i][6 + j]);
+    }
+    /* the range helpers are the block function at counter base + j with the 64-bit key split */
+    {
+        ckpt_philox p;
+        uint32_t w[4], ctr[4], key[2];
+        float u[9];
+        p.key = 0x299f31d0a4093822ull; p.base = 0xfffffffffull; p.count = 3;
+        ckpt_philox_block(&p, 2, w);
+        ctr[0] = (uint32_t)(p.base + 2); ctr[1] = (uint32_t)((p.base + 2) >> 32); ctr[2] = ctr[3] = 0;
+        key[0] = 0xa4093822u; key[1] = 0x299f31d0u;
+        {
+            uint32_t ref[4];
+            ckpt_philox4x32_10(ctr, key, ref);
+            CHECK(memcmp(w, ref, sizeof w) == 0, "ckpt_philox_block differs from the block function");
+            CHECK(ckpt_philox_u32(&p, 9) == ref[1], "ckpt_philox_u32(9) is not block 2 word 1");
+        }
+        ckpt_philox_fill_uniform(&p, u, 9);
+        for (j = 0; j < 9; j++) {
+            CHECK(u[j] >= 0.0f && u[j] < 1.0f, "uniform %d out of [0,1): %g", j, (double)u[j]);
+            CHECK(u[j] == ckpt_philox_uniform(&p, (uint64_t)j), "fill_uniform[%d] != uniform(%d)", j, j);
+        }
+    }
+}
+
+/* dropout: keep rate close to 1-p over many draws, kept values scaled by 1/(1-p) */
+static void dropout_stats(void) {
+    ckpt_philox p;
+    static float in[40000], out[40000];
+    static uint8_t mask[40000];
+    int i, kept = 0, wrong = 0;
+    p.key = 7; p.base = 0; p.count = 10000;
+    for (i = 0; i < 40000; i++) in[i] = 1.0f + (float)(i % 7);
+    ckpt_philox_dropout(&p, 0.25f, in, out, mask, 40000);
+    for (i = 0; i < 40000; i++) {
+        kept += mask[i];
+        wrong += out[i] != (mask[i] ? in[i] * (1.0f / 0.75f) : 0.0f);
+        wrong += mask[i] != (ckpt_philox_uniform(&p, (uint64_t)i) >= 0.25f);
+    }
+    CHECK(wrong == 0, "%d dropout outputs or mask bits disagree with the uniforms", wrong);
+    CHECK(kept > 29400 && kept < 30600, "kept %d of 40000 at p=0.25", kept);
+}
+
+/* A chain whose stages draw from both ckpt's Philox and a user generator (an LCG behind hooks),
+   and record what they saw in each mode. */
+#define N 6
+static uint64_t user_gen = 12345;           /* the user's own generator state */
+static uint32_t seen_first[N][4], seen_user_first[N];
+static int replays[N], mismatches = 0, draw_extra = -1;
+
+static void save_gen(void *state, void *user) { (void)user; memcpy(state, &user_gen, sizeof user_gen); }
+static void restore_gen(const void *state, void *user) { (void)user; memcpy(&user_gen, state, sizeof user_gen); }
+static uint32_t user_next(void) { user_gen = user_gen * 6364136223846793005ull + 1442695040888963407ull; return (uint32_t)(user_gen >> 33); }
+
+static ckpt_result fwd(const ckpt_fwd_args *a) {
+    int i = a->ctx->stage;
+    ckpt_philox p;
+    uint32_t w[4], u;
+    ckpt_result r = ckpt_ctx_rng(a->ctx, 2, &p);
+    if (r != CKPT_OK) return r;
+    if (i == draw_extra && a->ctx->mode == CKPT_MODE_RECOMPUTE) {
+        ckpt_philox q;
+        if ((r = ckpt_ctx_rng(a->ctx, 1, &q)) != CKPT_OK) return r;
+    }
+    ckpt_philox_block(&p, 1, w);
+    u = user_next();
+    if (a->ctx->mode == CKPT_MODE_FORWARD) {
+        memcpy(seen_first[i], w, sizeof w);
+        seen_user_first[i] = u;
+    } else {
+        replays[i]++;
+        if (memcmp(seen_first[i], w, sizeof w) != 0 || seen_user_first[i] != u) mismatches++;
+    }
+    memcpy(a->out, w, 16);
+    return CKPT_OK;
+}
+static ckpt_result bwd(const ckpt_bwd_args *a) {
+    if (a->grad_in) memcpy(a->grad_in, a->grad_out, 16);
+    return CKPT_OK;
+}
+
+static void replay(void) {
+    ckpt_backend be;
+    ckpt_stage_desc st[N];
+    ckpt_chain_desc cd;
+    ckpt_chain *ch;
+    ckpt_plan_desc pd;
+    ckpt_plan_info info;
+    uint32_t x[4] = {1, 2, 3, 4}, g[4] = {0}, gi[4];
+    uint32_t step1[N][4];
+    int i, total = 0;
+    uint64_t gen_after_forward;
+    ckpt_result r;
+    ckpt_cpu_backend_create(NULL, &be);
+    memset(st, 0, sizeof st);
+    for (i = 0; i < N; i++) { st[i].forward = fwd; st[i].backward = bwd; st[i].out_bytes = 16; st[i].tape_bytes = 16; }
+    memset(&cd, 0, sizeof cd);
+    cd.stages = st; cd.n_stages = N; cd.backend = &be; cd.seed = 99; cd.rng_offset = 1000;
+    cd.rng_hooks.state_bytes = sizeof user_gen; cd.rng_hooks.save = save_gen; cd.rng_hooks.restore = restore_gen;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_OK, "chain_create");
+    memset(&pd, 0, sizeof pd);
+    pd.policy = CKPT_POLICY_OPTIMAL; pd.budget = 16 * 6;   /* tight: forces recomputation */
+    r = ckpt_chain_plan(ch, &pd, &info);
+    CHECK(r == CKPT_OK && info.n_recomputed > 0, "plan: %s, %d recomputed", ckpt_result_string(r), info.n_recomputed);
+    /* first forward draws consecutive ranges starting at rng_offset */
+    CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK, "forward");
+    {
+        ckpt_philox p;
+        uint32_t w[4];
+        p.key = 99; p.count = 2;
+        for (i = 0; i < N; i++) {
+            p.base = 1000 + 2 * (uint64_t)i;
+            ckpt_philox_block(&p, 1, w);
+            CHECK(memcmp(w, seen_first[i], sizeof w) == 0, "stage %d drew from the wrong counter range", i);
+        }
+    }
+    gen_after_forward = user_gen;
+    CHECK(ckpt_backward(ch, g, gi) == CKPT_OK, "backward");
+    for (i = 0; i < N; i++) total += replays[i];
+    CHECK(total == info.n_recomputed, "replays %d, plan recomputes %d", total, info.n_recomputed);
+    CHECK(mismatches == 0, "%d recomputations saw different random numbers", mismatches);
+    CHECK(user_gen == gen_after_forward, "the user generator was not restored after recomputations");
+    /* the next step draws fresh ranges */
+    memcpy(step1, seen_first, sizeof step1);
+    CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK, "forward 2");
+    CHECK(memcmp(step1, seen_first, sizeof step1) != 0, "step 2 reused step 1's random numbers");
+    CHECK(ckpt_backward(ch, g, gi) == CKPT_OK && mismatches == 0, "backward 2");
+    /* a recomputation that draws more than the first forward is CKPT_ERR_CALLBACK from the stage
+       (the draw itself fails with CKPT_ERR_RNG_REPLAY), and the next step is clean */
+    {
+        const ckpt_op *ops;
+        int n_ops, k, victim = -1;
+        ckpt_chain_stats cs;
+        ops = ckpt_plan_ops(ckpt_chain_get_plan(ch), &n_ops);
+        for (k = 0; k < n_ops; k++) if (ops[k].kind == CKPT_OP_F && k > 0) {
+            int j, first = 1;
+            for (j = 0; j < k; j++) if (ops[j].kind == CKPT_OP_F && ops[j].stage == ops[k].stage) first = 0;
+            if (!first) { victim = ops[k].stage - 1; break; }
+        }
+        CHECK(victim >= 0, "no recomputed stage");
+        draw_extra = victim;
+        CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK, "forward 3");
+        r = ckpt_backward(ch, g, gi);
+        CHECK(r == CKPT_ERR_CALLBACK, "over-drawing recomputation gave %s", ckpt_result_string(r));
+        ckpt_chain_get_stats(ch, &cs);
+        CHECK(cs.failed_stage == victim && cs.failed_result == CKPT_ERR_RNG_REPLAY, "failed stage %d (%s)",
+              cs.failed_stage, ckpt_result_string(cs.failed_result));
+        draw_extra = -1;
+        CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK && ckpt_backward(ch, g, gi) == CKPT_OK, "clean step after failure");
+    }
+    ckpt_chain_destroy(ch);
+    ckpt_cpu_backend_destroy(&be);
+}
+
+int main(void) {
+    kat();
+    dropout_stats();
+    replay();
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}
