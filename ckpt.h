@@ -54,7 +54,10 @@
    CKPT_MAX_STAGES         largest chain accepted (default 4096).
    CKPT_EXACT_SEARCH_MAX_STAGES
                            chains up to this many stages get the exact search over all
-                           schedules (default 10).
+                           schedules (default 10), as long as its state space (about
+                           4^n x 2^(stages with CKPT_STAGE_NO_CHECKPOINT)) stays under 2^23
+                           states (at most about 200 MB); beyond that the persistent program
+                           runs and the plan's guarantee says so.
 
    MEMORY
    ------
@@ -1145,9 +1148,13 @@ static int _ckpt_xs_forward(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, in
     if (tape && (T & (1u << (i - 1)))) return 1;
     if (ub_in >= 0 && (U & (1u << ub_in))) return 1;
     if (opk > budget) return 1;
-    if (i == n) {   /* F(n): enter the backward phase; X[n-1] must stay for B(n) */
+    if (i == n) {   /* F(n): enter the backward phase, keeping X[n-1] or dropping it (B(n) then
+                       needs it recomputed) */
         uint32_t U2 = ub_in >= 0 ? (U | (1u << ub_in)) : U;
-        return _ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, n, X, T | (1u << (n - 1)), U2), t, pk, code);
+        if (!_ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, n, X, T | (1u << (n - 1)), U2), t, pk, code)) return 0;
+        if (n < 2) return 1;
+        if (ub_in >= 0) U2 &= ~(1u << ub_in);
+        return _ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, n, X & ~(1u << (n - 2)), T | (1u << (n - 1)), U2), t, pk, code);
     }
     if ((ph == 0 || i < ph) && (X & (1u << (i - 1)))) return 1;    /* X[i] already live */
     for (d = 0; d < 4; d++) {
@@ -1213,7 +1220,7 @@ static int64_t _ckpt_xs_size(const ckpt_cost *c, int n) {
     for (j = 1; j <= n; j++) base += (int64_t)1 << (2 * j - 1);
     base += 1;
     base <<= nu;
-    return base > ((int64_t)1 << 21) ? -1 : base;
+    return base > ((int64_t)1 << 23) ? -1 : base;   /* about 200 MB at most */
 }
 
 /* by_peak = 0: minimum time under budget; 1: minimum peak (budget ignored). */
@@ -1293,8 +1300,8 @@ typedef struct _ckpt_dp {
     uint64_t *minp;                 /* min peak of Seg(s,t) */
     int64_t *fs;                    /* frontier start in pool, per (s,t) */
     int32_t *fl;                    /* frontier length */
-    _ckpt_fp *pool, *cand;
-    int64_t pool_n, pool_cap, cand_n, cand_cap, pool_limit;
+    _ckpt_fp *pool, *cand, *cur, *tmp;  /* cand: one option's staircase; cur: the running frontier */
+    int64_t pool_n, pool_cap, cand_n, cur_n, buf_cap, pool_limit;
 } _ckpt_dp;
 
 #define _CKPT_IDX(dp, s, t) ((size_t)(s) * (size_t)((dp)->n + 1) + (size_t)(t))
@@ -1303,50 +1310,82 @@ static uint64_t _ckpt_dp_x(const _ckpt_dp *d, int s) { return s >= 2 ? d->A[s - 
 static uint64_t _ckpt_dp_g(const _ckpt_dp *d, int t) { return t < d->n ? d->A[t] : 0; }
 static uint64_t _ckpt_max3(uint64_t a, uint64_t b, uint64_t c) { uint64_t m = a > b ? a : b; return m > c ? m : c; }
 
+static int _ckpt_dp_grow(_ckpt_dp *d, int64_t need) {
+    int64_t cap = d->buf_cap ? d->buf_cap : 1024;
+    _ckpt_fp *bufs[3];
+    int i;
+    if (need <= d->buf_cap) return 1;
+    while (cap < need) cap *= 2;
+    for (i = 0; i < 3; i++) {
+        bufs[i] = (_ckpt_fp *)_ckpt_malloc(d->al, (size_t)cap * sizeof(_ckpt_fp));
+        if (!bufs[i]) { while (i--) _ckpt_free(d->al, bufs[i]); return 0; }
+    }
+    if (d->cand_n) memcpy(bufs[0], d->cand, (size_t)d->cand_n * sizeof(_ckpt_fp));
+    if (d->cur_n) memcpy(bufs[1], d->cur, (size_t)d->cur_n * sizeof(_ckpt_fp));
+    _ckpt_free(d->al, d->cand); _ckpt_free(d->al, d->cur); _ckpt_free(d->al, d->tmp);
+    d->cand = bufs[0]; d->cur = bufs[1]; d->tmp = bufs[2]; d->buf_cap = cap;
+    return 1;
+}
+
+/* Appends a point of one option's staircase (peaks ascending, times descending). */
 static int _ckpt_dp_add(_ckpt_dp *d, double t, uint64_t p) {
     if (p > d->budget) return 1;
-    if (d->cand_n == d->cand_cap) {
-        int64_t cap = d->cand_cap ? d->cand_cap * 2 : 1024;
-        _ckpt_fp *c2 = (_ckpt_fp *)_ckpt_malloc(d->al, (size_t)cap * sizeof *c2);
-        if (!c2) return 0;
-        if (d->cand_n) memcpy(c2, d->cand, (size_t)d->cand_n * sizeof *c2);
-        _ckpt_free(d->al, d->cand);
-        d->cand = c2; d->cand_cap = cap;
+    if (d->cand_n && d->cand[d->cand_n - 1].p == p) {   /* same peak: keep the faster */
+        if (t < d->cand[d->cand_n - 1].t) d->cand[d->cand_n - 1].t = t;
+        return 1;
     }
+    if (d->cand_n && !(t < d->cand[d->cand_n - 1].t)) return 1;
+    if (!_ckpt_dp_grow(d, d->cand_n + 1)) return 0;
     d->cand[d->cand_n].t = t; d->cand[d->cand_n].p = p; d->cand_n++;
     return 1;
 }
 
-static int _ckpt_fp_cmp(const void *a, const void *b) {
-    const _ckpt_fp *x = (const _ckpt_fp *)a, *y = (const _ckpt_fp *)b;
-    if (x->p != y->p) return x->p < y->p ? -1 : 1;
-    if (x->t != y->t) return x->t < y->t ? -1 : 1;
-    return 0;
+/* Minimum time of the running frontier with peak <= L (DBL_MAX if none). */
+static double _ckpt_dp_cur_best(const _ckpt_dp *d, uint64_t L) {
+    int64_t lo = 0, hi = d->cur_n;
+    while (lo < hi) { int64_t m = (lo + hi) / 2; if (d->cur[m].p <= L) lo = m + 1; else hi = m; }
+    return lo == 0 ? DBL_MAX : d->cur[lo - 1].t;
 }
 
-/* Keeps the Pareto-optimal candidates (peak ascending, time strictly descending) in the pool. */
-static ckpt_result _ckpt_dp_commit(_ckpt_dp *d, int s, int t) {
-    int64_t i, start = d->pool_n;
+/* Folds the option's staircase into the running frontier: a merge by peak that keeps a point
+   only if it is faster than every point of lower or equal peak. */
+static int _ckpt_dp_fold(_ckpt_dp *d) {
+    int64_t i = 0, j = 0, m = 0;
     double last = DBL_MAX;
-    if (d->cand_n > 1) qsort(d->cand, (size_t)d->cand_n, sizeof *d->cand, _ckpt_fp_cmp);
-    for (i = 0; i < d->cand_n; i++) {
-        if (!(d->cand[i].t < last)) continue;
-        last = d->cand[i].t;
-        if (d->pool_n == d->pool_cap) {
-            int64_t cap = d->pool_cap ? d->pool_cap * 2 : 4096;
-            _ckpt_fp *p2;
-            if (d->pool_n >= d->pool_limit) return CKPT_ERR_TOO_COMPLEX;
-            p2 = (_ckpt_fp *)_ckpt_malloc(d->al, (size_t)cap * sizeof *p2);
-            if (!p2) return CKPT_ERR_OUT_OF_HOST_MEMORY;
-            if (d->pool_n) memcpy(p2, d->pool, (size_t)d->pool_n * sizeof *p2);
-            _ckpt_free(d->al, d->pool);
-            d->pool = p2; d->pool_cap = cap;
-        }
-        d->pool[d->pool_n++] = d->cand[i];
+    if (!_ckpt_dp_grow(d, d->cur_n + d->cand_n + 1)) return 0;
+    while (i < d->cur_n || j < d->cand_n) {
+        _ckpt_fp q;
+        if (j >= d->cand_n || (i < d->cur_n && (d->cur[i].p < d->cand[j].p ||
+                                                 (d->cur[i].p == d->cand[j].p && d->cur[i].t <= d->cand[j].t))))
+            q = d->cur[i++];
+        else
+            q = d->cand[j++];
+        if (q.t < last) { d->tmp[m++] = q; last = q.t; }
     }
-    d->fs[_CKPT_IDX(d, s, t)] = start;
-    d->fl[_CKPT_IDX(d, s, t)] = (int32_t)(d->pool_n - start);
+    { _ckpt_fp *x = d->cur; d->cur = d->tmp; d->tmp = x; }
+    d->cur_n = m;
     d->cand_n = 0;
+    return 1;
+}
+
+/* Moves the running frontier of Seg(s,t) into the pool. */
+static ckpt_result _ckpt_dp_commit(_ckpt_dp *d, int s, int t) {
+    if (d->pool_n + d->cur_n > d->pool_cap) {
+        int64_t cap = d->pool_cap ? d->pool_cap : 4096;
+        _ckpt_fp *p2;
+        if (d->pool_n + d->cur_n > d->pool_limit) return CKPT_ERR_TOO_COMPLEX;
+        while (cap < d->pool_n + d->cur_n) cap *= 2;
+        p2 = (_ckpt_fp *)_ckpt_malloc(d->al, (size_t)cap * sizeof *p2);
+        if (!p2) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+        if (d->pool_n) memcpy(p2, d->pool, (size_t)d->pool_n * sizeof *p2);
+        _ckpt_free(d->al, d->pool);
+        d->pool = p2; d->pool_cap = cap;
+    }
+    if (d->cur_n) memcpy(d->pool + d->pool_n, d->cur, (size_t)d->cur_n * sizeof *d->cur);
+    d->fs[_CKPT_IDX(d, s, t)] = d->pool_n;
+    d->fl[_CKPT_IDX(d, s, t)] = (int32_t)d->cur_n;
+    d->pool_n += d->cur_n;
+    d->cur_n = 0;
     return CKPT_OK;
 }
 
@@ -1357,6 +1396,8 @@ static int _ckpt_dp_merge(_ckpt_dp *d, double sumf, uint64_t sw, uint64_t x, con
     uint64_t L;
     if (!n1 || !n2) return 1;
     L = _ckpt_max3(sw, f1[0].p + x, f2[0].p);
+    /* the whole staircase is dominated when the frontier is already as fast at its lowest peak */
+    if (_ckpt_dp_cur_best(d, L) <= (sumf + f1[n1 - 1].t) + f2[n2 - 1].t) return 1;
     while (L <= d->budget) {
         uint64_t nl = UINT64_MAX;
         while (i1 + 1 < n1 && f1[i1 + 1].p + x <= L) i1++;
@@ -1367,7 +1408,7 @@ static int _ckpt_dp_merge(_ckpt_dp *d, double sumf, uint64_t sw, uint64_t x, con
         if (nl == UINT64_MAX) break;
         L = nl;
     }
-    return 1;
+    return _ckpt_dp_fold(d);
 }
 
 static uint64_t _ckpt_dp_c1(const _ckpt_dp *d, int s, int t) {
@@ -1423,7 +1464,8 @@ static void _ckpt_dp_free(_ckpt_dp *d) {
     const ckpt_allocator *al = d->al;
     _ckpt_free(al, d->A); _ckpt_free(al, d->T); _ckpt_free(al, d->WF); _ckpt_free(al, d->WB);
     _ckpt_free(al, d->pf); _ckpt_free(al, d->sweep); _ckpt_free(al, d->minp);
-    _ckpt_free(al, d->fs); _ckpt_free(al, d->fl); _ckpt_free(al, d->pool); _ckpt_free(al, d->cand);
+    _ckpt_free(al, d->fs); _ckpt_free(al, d->fl); _ckpt_free(al, d->pool);
+    _ckpt_free(al, d->cand); _ckpt_free(al, d->cur); _ckpt_free(al, d->tmp);
 }
 
 /* The smallest peak of any persistent schedule: the same options with max/min instead of frontiers. */
@@ -1453,9 +1495,10 @@ static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d) {
             int t = s + len;
             const ckpt_cost *cs = &d->c[s - 1];
             uint64_t x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t);
-            if (d->minp[_CKPT_IDX(d, s, t)] > d->budget) { d->fs[_CKPT_IDX(d, s, t)] = d->pool_n; d->fl[_CKPT_IDX(d, s, t)] = 0; continue; }
+            if (d->minp[_CKPT_IDX(d, s, t)] > d->budget) { d->cur_n = 0; if ((r = _ckpt_dp_commit(d, s, t)) != CKPT_OK) return r; continue; }
             if (len == 0) {
-                if (!_ckpt_dp_add(d, cs->f + cs->b, _ckpt_dp_single(d, s))) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+                if (!_ckpt_dp_add(d, cs->f + cs->b, _ckpt_dp_single(d, s)) || !_ckpt_dp_fold(d))
+                    return CKPT_ERR_OUT_OF_HOST_MEMORY;
             } else {
                 uint64_t c1 = _ckpt_dp_c1(d, s, t), c3 = _ckpt_dp_c3(d, s);
                 const _ckpt_fp *f = d->pool + d->fs[_CKPT_IDX(d, s + 1, t)];
@@ -1463,6 +1506,7 @@ static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d) {
                 for (k = 0; k < nf; k++)
                     if (!_ckpt_dp_add(d, cs->f + cs->b + f[k].t, _ckpt_max3(c1, x + d->T[s] + f[k].p, c3)))
                         return CKPT_ERR_OUT_OF_HOST_MEMORY;
+                if (!_ckpt_dp_fold(d)) return CKPT_ERR_OUT_OF_HOST_MEMORY;
                 if (_ckpt_dp_ckpt_ok(d, s))
                     for (j = s; j < t; j++) {
                         uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)] + g;
