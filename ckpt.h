@@ -341,6 +341,9 @@ typedef struct ckpt_plan_desc {
     ckpt_policy policy;     /* default CKPT_POLICY_OPTIMAL */
     uint64_t budget;        /* peak bytes allowed; 0: no limit (store-all's peak) */
     int k;                  /* every-k segment length; 0: the best that fits */
+    uint32_t max_units;     /* optimal, long chains: 0 = exact (in the largest unit that divides
+                               every size); N = round sizes up to ceil(budget / N) bytes when that
+                               is coarser: faster, never over budget, optimal only in that unit */
     ckpt_logger logger;     /* for ckpt_plan_create; ckpt_chain_plan uses the chain's */
     ckpt_allocator allocator;
 } ckpt_plan_desc;
@@ -369,7 +372,8 @@ typedef struct ckpt_plan_info {
     double store_all_time;  /* for reference */
     uint64_t store_all_peak;
     int k;                  /* every-k: the k used */
-    uint64_t unit;          /* optimal: the memory unit the search was exact in (1 = bytes) */
+    uint64_t unit;          /* optimal: the unit sizes were rounded up to (exact when it divides
+                               every size: 1 = bytes) */
     ckpt_guarantee guarantee;
     int n_ops;
     int n_recomputed;       /* F operations beyond the first forward of each stage */
@@ -1040,8 +1044,8 @@ struct _ckpt_heap_e { double k1; uint64_t k2; int64_t s; };
 typedef struct _ckpt_xs {
     const ckpt_cost *c;
     int n, nu;
-    int fb_bit[CKPT_EXACT_SEARCH_MAX_STAGES + 1];   /* boundary j -> U bit, or -1 */
-    int64_t off[CKPT_EXACT_SEARCH_MAX_STAGES + 3];  /* first base index of each phase */
+    int fb_bit[16];     /* boundary j -> U bit, or -1 (the search takes at most 12 stages) */
+    int64_t off[16];    /* first base index of each phase */
     int64_t n_states;
     double *time;
     uint64_t *peak;
@@ -1302,6 +1306,7 @@ typedef struct _ckpt_dp {
     int32_t *fl;                    /* frontier length */
     _ckpt_fp *pool, *cand, *cur, *tmp;  /* cand: one option's staircase; cur: the running frontier */
     int64_t pool_n, pool_cap, cand_n, cur_n, buf_cap, pool_limit;
+    double work, work_limit;        /* points merged so far, and the allowance */
 } _ckpt_dp;
 
 #define _CKPT_IDX(dp, s, t) ((size_t)(s) * (size_t)((dp)->n + 1) + (size_t)(t))
@@ -1353,6 +1358,7 @@ static int _ckpt_dp_fold(_ckpt_dp *d) {
     int64_t i = 0, j = 0, m = 0;
     double last = DBL_MAX;
     if (!_ckpt_dp_grow(d, d->cur_n + d->cand_n + 1)) return 0;
+    d->work += (double)(d->cur_n + d->cand_n);
     while (i < d->cur_n || j < d->cand_n) {
         _ckpt_fp q;
         if (j >= d->cand_n || (i < d->cur_n && (d->cur[i].p < d->cand[j].p ||
@@ -1431,6 +1437,7 @@ static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const c
     memset(d, 0, sizeof *d);
     d->c = c; d->al = al; d->n = n; d->budget = budget; d->unit = unit;
     d->pool_limit = (int64_t)1 << 22;
+    d->work_limit = 1e9;   /* a few seconds; past it the dense table in a coarser unit runs */
     d->A = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
     d->T = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
     d->WF = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
@@ -1518,6 +1525,7 @@ static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d) {
                     }
             }
             if ((r = _ckpt_dp_commit(d, s, t)) != CKPT_OK) return r;
+            if (d->work > d->work_limit) return CKPT_ERR_TOO_COMPLEX;
         }
     return CKPT_OK;
 }
@@ -1560,32 +1568,203 @@ static int _ckpt_dp_emit(_ckpt_dp *d, int s, int t, uint64_t L, _ckpt_sched *out
     return _ckpt_dp_emit(d, choice + 1, t, L - x, out) && _ckpt_dp_emit(d, s, choice, L, out);
 }
 
-/* Persistent optimum under budget. *min_peak: the smallest budget any persistent schedule needs
-   (in the unit used). *unit_out: the unit the program was exact in. */
-static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                    _ckpt_sched *out, uint64_t *min_peak, uint64_t *unit_out) {
-    uint64_t unit = 1;
-    for (;;) {
-        _ckpt_dp d;
-        ckpt_result r = _ckpt_dp_setup(&d, al, c, n, budget, unit);
-        if (r == CKPT_OK) {
-            _ckpt_dp_minpeak(&d);
-            *min_peak = d.minp[_CKPT_IDX(&d, 1, n)];
-            *unit_out = unit;
-            if (*min_peak > budget) r = CKPT_ERR_INFEASIBLE;
+/* The dense variant: best[s][t][m] for every m = 0..M units, as rotor does, with an inner loop
+   over m that compilers vectorise. Used when M and n are small enough for the table. */
+typedef struct _ckpt_dense {
+    _ckpt_dp *d;
+    int64_t M;
+    double *tab;            /* (M+1) doubles per (s,t), s-major: Seg(s,.) rows are contiguous */
+    double *tabt;           /* the same rows t-major: Seg(.,t) rows are contiguous */
+} _ckpt_dense;
+
+static size_t _ckpt_tri(int n, int s, int t) {   /* index of (s,t), 1 <= s <= t <= n */
+    return (size_t)(s - 1) * (size_t)n - (size_t)(s - 1) * (size_t)(s - 2) / 2 + (size_t)(t - s);
+}
+static double *_ckpt_row(const _ckpt_dense *D, int s, int t) {
+    return D->tab + _ckpt_tri(D->d->n, s, t) * (size_t)(D->M + 1);
+}
+static double *_ckpt_rowt(const _ckpt_dense *D, int s, int t) {
+    return D->tabt + ((size_t)t * (size_t)(t - 1) / 2 + (size_t)(s - 1)) * (size_t)(D->M + 1);
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define _CKPT_RESTRICT __restrict__
+#else
+#define _CKPT_RESTRICT
+#endif
+/* cur[i] = min(cur[i], (c + a[i]) + b[i]): the inner loop of the table, unrolled for the compiler. */
+static void _ckpt_min_sum(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRICT a, const double *_CKPT_RESTRICT b,
+                          double c, int64_t len) {
+    int64_t i = 0;
+    for (; i + 4 <= len; i += 4) {
+        double v0 = (c + a[i]) + b[i], v1 = (c + a[i + 1]) + b[i + 1];
+        double v2 = (c + a[i + 2]) + b[i + 2], v3 = (c + a[i + 3]) + b[i + 3];
+        cur[i] = v0 < cur[i] ? v0 : cur[i];
+        cur[i + 1] = v1 < cur[i + 1] ? v1 : cur[i + 1];
+        cur[i + 2] = v2 < cur[i + 2] ? v2 : cur[i + 2];
+        cur[i + 3] = v3 < cur[i + 3] ? v3 : cur[i + 3];
+    }
+    for (; i < len; i++) {
+        double v = (c + a[i]) + b[i];
+        cur[i] = v < cur[i] ? v : cur[i];
+    }
+}
+
+static void _ckpt_dense_fill(_ckpt_dense *D) {
+    _ckpt_dp *d = D->d;
+    int n = d->n, len, s, j;
+    int64_t M = D->M, m;
+    uint64_t u = d->unit;
+    /* s descending, t ascending: Seg(s,t) needs Seg(s+1,t), Seg(j+1,t) and Seg(s,j) (j < t), all
+       done by then, and the rows Seg(s,.) stay in cache while t advances. */
+    for (s = n; s >= 1; s--)
+        for (len = 0; s + len <= n; len++) {
+            int t = s + len;
+            const ckpt_cost *cs = &d->c[s - 1];
+            double *cur = _ckpt_row(D, s, t);
+            int64_t x = (int64_t)(_ckpt_dp_x(d, s) / u), g = (int64_t)(_ckpt_dp_g(d, t) / u);
+            for (m = 0; m <= M; m++) cur[m] = INFINITY;
+            if ((int64_t)(d->minp[_CKPT_IDX(d, s, t)] / u) > M) goto copy;
+            if (len == 0) {
+                for (m = (int64_t)(_ckpt_dp_single(d, s) / u); m <= M; m++) cur[m] = cs->f + cs->b;
+                goto copy;
+            }
+            {   /* (b) */
+                int64_t o = x + (int64_t)(d->T[s] / u);
+                int64_t lo = (int64_t)(_ckpt_max3(_ckpt_dp_c1(d, s, t), _ckpt_dp_c3(d, s), 0) / u);
+                const double *r = _ckpt_rowt(D, s + 1, t);
+                double fb = cs->f + cs->b;
+                if (lo < o) lo = o;
+                for (m = lo; m <= M; m++) cur[m] = fb + r[m - o];
+            }
+            if (_ckpt_dp_ckpt_ok(d, s))   /* (c) */
+                for (j = s; j < t; j++) {
+                    int64_t lo = (int64_t)(d->sweep[_CKPT_IDX(d, s, j)] / u) + g;
+                    const double *r1 = _ckpt_rowt(D, j + 1, t), *r2 = _ckpt_row(D, s, j);
+                    double sumf = d->pf[j] - d->pf[s - 1];
+                    int64_t hi = M + 1, a;
+                    double best;
+                    if (lo > M) break;
+                    if (lo < x) lo = x;
+                    /* Rows are non-increasing in m, so this split is at best `best` (its value at
+                       M); it can only improve cur where cur is still above that: below hi. */
+                    best = (sumf + r1[M - x]) + r2[M];
+                    for (a = lo; a < hi;) {
+                        int64_t mid = a + (hi - a) / 2;
+                        if (cur[mid] <= best) hi = mid; else a = mid + 1;
+                    }
+                    if (hi > lo) _ckpt_min_sum(cur + lo, r1 + lo - x, r2 + lo, sumf, hi - lo);
+                }
+        copy:
+            memcpy(_ckpt_rowt(D, s, t), cur, (size_t)(M + 1) * sizeof(double));
         }
-        if (r == CKPT_OK) r = _ckpt_dp_frontiers(&d);
+}
+
+static int _ckpt_dense_emit(const _ckpt_dense *D, int s, int t, int64_t m, _ckpt_sched *out) {
+    _ckpt_dp *d = D->d;
+    const ckpt_allocator *al = d->al;
+    const ckpt_cost *cs = &d->c[s - 1];
+    uint64_t u = d->unit;
+    int64_t x = (int64_t)(_ckpt_dp_x(d, s) / u), g = (int64_t)(_ckpt_dp_g(d, t) / u);
+    double target = _ckpt_row(D, s, t)[m];
+    int j, k;
+    if (s == t) return _ckpt_sched_push(al, out, CKPT_OP_F, s, 1) && _ckpt_sched_push(al, out, CKPT_OP_B, s, 0);
+    {
+        int64_t o = x + (int64_t)(d->T[s] / u);
+        int64_t lo = (int64_t)(_ckpt_max3(_ckpt_dp_c1(d, s, t), _ckpt_dp_c3(d, s), 0) / u);
+        if (m >= lo && m >= o && cs->f + cs->b + _ckpt_row(D, s + 1, t)[m - o] == target)
+            return _ckpt_sched_push(al, out, CKPT_OP_F, s, 1) && _ckpt_dense_emit(D, s + 1, t, m - o, out) &&
+                   _ckpt_sched_push(al, out, CKPT_OP_B, s, 0);
+    }
+    CKPT_ASSERT(_ckpt_dp_ckpt_ok(d, s));
+    for (j = s; j < t; j++) {
+        int64_t lo = (int64_t)(d->sweep[_CKPT_IDX(d, s, j)] / u) + g;
+        if (lo > m) break;
+        if (m < x) continue;
+        if ((d->pf[j] - d->pf[s - 1] + _ckpt_row(D, j + 1, t)[m - x]) + _ckpt_row(D, s, j)[m] == target) {
+            for (k = s; k <= j; k++)
+                if (!_ckpt_sched_push(al, out, CKPT_OP_F, k, 0)) return 0;
+            return _ckpt_dense_emit(D, j + 1, t, m - x, out) && _ckpt_dense_emit(D, s, j, m, out);
+        }
+    }
+    CKPT_ASSERT(0);
+    return 0;
+}
+
+static uint64_t _ckpt_gcd(uint64_t a, uint64_t b) { while (b) { uint64_t r = a % b; a = b; b = r; } return a; }
+
+/* Limits of the dense table: memory and work. */
+#define _CKPT_DENSE_MAX_BYTES ((uint64_t)256 << 20)
+#define _CKPT_DENSE_MAX_WORK 4e9
+
+static int _ckpt_dense_fits(int n, uint64_t M) {
+    double cells = (double)n * (double)(n + 1) / 2.0 * (double)(M + 1);
+    return M <= 65536 && cells * 16.0 <= (double)_CKPT_DENSE_MAX_BYTES &&
+           (double)n * (double)n * (double)n / 6.0 * (double)M <= _CKPT_DENSE_MAX_WORK;
+}
+
+/* Runs the dense or the sparse program in one unit. */
+static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
+                                       uint64_t unit, int dense, _ckpt_sched *out, uint64_t *min_peak) {
+    _ckpt_dp d;
+    ckpt_result r = _ckpt_dp_setup(&d, al, c, n, budget, unit);
+    if (r == CKPT_OK) {
+        _ckpt_dp_minpeak(&d);
+        *min_peak = d.minp[_CKPT_IDX(&d, 1, n)];
+        if (*min_peak > budget) r = CKPT_ERR_INFEASIBLE;
+    }
+    out->n_ops = 0;
+    if (r == CKPT_OK && dense) {
+        _ckpt_dense D;
+        D.d = &d; D.M = (int64_t)(budget / unit);
+        D.tab = (double *)_ckpt_malloc(al, (size_t)n * (size_t)(n + 1) / 2 * (size_t)(D.M + 1) * sizeof(double));
+        D.tabt = (double *)_ckpt_malloc(al, (size_t)n * (size_t)(n + 1) / 2 * (size_t)(D.M + 1) * sizeof(double));
+        if (!D.tab || !D.tabt) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+        else {
+            int64_t m = 0;
+            const double *top;
+            _ckpt_dense_fill(&D);
+            top = _ckpt_row(&D, 1, n);
+            while (m < D.M && top[m] != top[D.M]) m++;   /* the smallest peak at the best time */
+            if (!_ckpt_dense_emit(&D, 1, n, m, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+        }
+        _ckpt_free(al, D.tab); _ckpt_free(al, D.tabt);
+    } else if (r == CKPT_OK) {
+        r = _ckpt_dp_frontiers(&d);
         if (r == CKPT_OK) {
             int nf = d.fl[_CKPT_IDX(&d, 1, n)];
             CKPT_ASSERT(nf > 0);
-            out->n_ops = 0;
             if (!_ckpt_dp_emit(&d, 1, n, d.pool[d.fs[_CKPT_IDX(&d, 1, n)] + nf - 1].p, out))
                 r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
-        _ckpt_dp_free(&d);
-        if (r != CKPT_ERR_TOO_COMPLEX) return r;
-        unit = unit * 8 > budget / 4096 ? unit * 8 : budget / 4096;   /* coarser, and try again */
     }
+    _ckpt_dp_free(&d);
+    return r;
+}
+
+/* Persistent optimum under budget. The unit: the largest that divides every size (exact), or
+   ceil(budget / max_units) when the caller asks for a coarser one. The dense table runs when it
+   fits; otherwise the sparse frontiers (exact at any unit count), and if those outgrow their
+   cap, the dense table in the finest unit that fits. *min_peak is in the unit used. */
+static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
+                                    uint32_t max_units, _ckpt_sched *out, uint64_t *min_peak, uint64_t *unit_out) {
+    uint64_t g = 0, unit;
+    ckpt_result r;
+    int i;
+    for (i = 0; i < n; i++) {
+        g = _ckpt_gcd(g, c[i].a); g = _ckpt_gcd(g, c[i].t);
+        g = _ckpt_gcd(g, c[i].wf); g = _ckpt_gcd(g, c[i].wb);
+    }
+    unit = g ? g : 1;
+    if (max_units && budget / max_units >= unit) unit = (budget + max_units - 1) / max_units;
+    if (budget / unit < 1) unit = 1;
+    *unit_out = unit;
+    if (_ckpt_dense_fits(n, budget / unit)) return _ckpt_persistent_in(al, c, n, budget, unit, 1, out, min_peak);
+    r = _ckpt_persistent_in(al, c, n, budget, unit, 0, out, min_peak);
+    if (r != CKPT_ERR_TOO_COMPLEX) return r;
+    while (!_ckpt_dense_fits(n, budget / unit)) unit *= 2;
+    *unit_out = unit;
+    return _ckpt_persistent_in(al, c, n, budget, unit, 1, out, min_peak);
 }
 
 /* >>planner: public entry points ---------------------------------------------------------------- */
@@ -1626,7 +1805,7 @@ static ckpt_result _ckpt_every_k_best(const ckpt_allocator *al, const ckpt_cost 
 }
 
 static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy,
-                                     int k, uint64_t budget, _ckpt_sched *s, ckpt_plan_info *info) {
+                                     int k, uint32_t max_units, uint64_t budget, _ckpt_sched *s, ckpt_plan_info *info) {
     ckpt_result r;
     double t;
     uint64_t p = 0;
@@ -1656,7 +1835,7 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
             return _ckpt_exact_search(al, c, n, budget, 0, s, NULL);
         }
         info->guarantee = CKPT_GUARANTEE_PERSISTENT;
-        return _ckpt_persistent(al, c, n, budget, s, &info->min_budget, &info->unit);
+        return _ckpt_persistent(al, c, n, budget, max_units, s, &info->min_budget, &info->unit);
     default:
         return CKPT_ERR_BAD_POLICY;
     }
@@ -1683,7 +1862,7 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
         (r = _ckpt_sched_eval_into(c, n, &s, &info->store_all_time, &info->store_all_peak)) != CKPT_OK)
         goto fail;
     info->budget = desc && desc->budget ? desc->budget : info->store_all_peak;
-    r = _ckpt_plan_policy(al, c, n, policy, k, info->budget, &s, info);
+    r = _ckpt_plan_policy(al, c, n, policy, k, desc ? desc->max_units : 0, info->budget, &s, info);
     if (r == CKPT_ERR_INFEASIBLE) {
         _CKPT_ERR(lg, r, "budget %llu bytes is infeasible for policy %s; the smallest feasible budget is %llu bytes",
                   (unsigned long long)info->budget, ckpt_policy_name(policy), (unsigned long long)info->min_budget);

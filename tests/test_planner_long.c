@@ -1,0 +1,154 @@
+/* The optimal policy on chains longer than the exact search covers (the persistent program):
+   - its schedules replay validly within budget, with the reported time and peak;
+   - it is never slower than every-k, sqrt or greedy, whose schedules are persistent too;
+   - its smallest feasible budget is exact: planning at it works, one byte below does not;
+   - its dense table and its sparse frontiers agree; with a coarse max_units it stays in budget;
+   - on chains of up to 10 stages it is never faster than the exact search over all schedules. */
+#define CKPT_IMPLEMENTATION
+#include "../ckpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t st = 0x1234567887654321ull;
+static uint64_t rnd(void) { st ^= st << 13; st ^= st >> 7; st ^= st << 17; return st; }
+
+static int failures = 0, checks = 0;
+#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+static void random_chain(ckpt_cost *c, int n, uint64_t unit) {
+    int i;
+    for (i = 0; i < n; i++) {
+        c[i].a = unit * (1 + rnd() % 16);
+        c[i].t = unit * (rnd() % 32);
+        c[i].wf = unit * (rnd() % 4);
+        c[i].wb = unit * (rnd() % 6);
+        c[i].f = (double)(1 + rnd() % 8) * 0.25;
+        c[i].b = (double)(1 + rnd() % 16) * 0.25;
+        c[i].flags = rnd() % 9 == 0 ? CKPT_STAGE_NO_CHECKPOINT : 0;
+    }
+}
+
+static int plan(const ckpt_cost *c, int n, ckpt_policy p, uint64_t budget, uint32_t max_units, ckpt_plan_info *info, ckpt_plan **out) {
+    ckpt_plan_desc d;
+    memset(&d, 0, sizeof d);
+    d.policy = p; d.budget = budget; d.max_units = max_units;
+    return ckpt_plan_create(c, n, &d, out, info);
+}
+
+static void replay_ok(const ckpt_cost *c, int n, const ckpt_plan *pl, uint64_t budget) {
+    int n_ops;
+    const ckpt_op *ops = ckpt_plan_ops(pl, &n_ops);
+    double t;
+    uint64_t p;
+    ckpt_result r = ckpt_schedule_simulate(c, n, ops, n_ops, &t, &p, NULL);
+    CHECK(r == CKPT_OK && p <= budget && t == ckpt_plan_get_info(pl)->time && p == ckpt_plan_get_info(pl)->peak,
+          "replay: %s time %g peak %llu budget %llu", ckpt_result_string(r), t, (unsigned long long)p, (unsigned long long)budget);
+}
+
+static void long_chains(void) {
+    int ci, plans = 0;
+    for (ci = 0; ci < 40; ci++) {
+        int n = 11 + (int)(rnd() % 40), bi;
+        uint64_t unit = 64u << (rnd() % 4);
+        ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c);
+        ckpt_plan_info sa, info, other;
+        ckpt_plan *pl = NULL, *po = NULL;
+        random_chain(c, n, unit);
+        if (plan(c, n, CKPT_POLICY_OPTIMAL, 1, 0, &info, &pl) != CKPT_ERR_INFEASIBLE) { CHECK(0, "budget 1 feasible"); continue; }
+        CHECK(info.guarantee == CKPT_GUARANTEE_PERSISTENT || info.min_budget == 0, "guarantee for %d stages", n);
+        /* min budget exact */
+        CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, info.min_budget, 0, &sa, &pl) == CKPT_OK, "plan at min_budget %llu",
+              (unsigned long long)info.min_budget);
+        ckpt_plan_destroy(pl); pl = NULL;
+        CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, info.min_budget - 1, 0, &sa, &pl) == CKPT_ERR_INFEASIBLE, "min_budget - 1 feasible");
+        for (bi = 0; bi < 6; bi++) {
+            uint64_t budget = info.min_budget + rnd() % (info.store_all_peak - info.min_budget + 1);
+            int pi;
+            CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, budget, 0, &sa, &pl) == CKPT_OK, "optimal at %llu", (unsigned long long)budget);
+            if (!pl) continue;
+            plans++;
+            replay_ok(c, n, pl, budget);
+            CHECK(unit % sa.unit == 0, "unit %llu does not divide %llu: not exact", (unsigned long long)sa.unit, (unsigned long long)unit);
+            CHECK(sa.time >= sa.store_all_time - 1e-9, "faster than store-all");
+            for (pi = 1; pi < CKPT_POLICY_COUNT_; pi++) {
+                if (plan(c, n, (ckpt_policy)pi, budget, 0, &other, &po) == CKPT_OK) {
+                    CHECK(sa.time <= other.time * (1 + 1e-12), "%d stages, budget %llu: %s is faster (%g < %g)", n,
+                          (unsigned long long)budget, ckpt_policy_name((ckpt_policy)pi), other.time, sa.time);
+                    replay_ok(c, n, po, budget);
+                }
+                ckpt_plan_destroy(po); po = NULL;
+            }
+            /* coarse units: still within budget, never faster than the exact plan */
+            if (plan(c, n, CKPT_POLICY_OPTIMAL, budget, 50, &other, &po) == CKPT_OK) {
+                replay_ok(c, n, po, budget);
+                CHECK(other.time >= sa.time - 1e-9 && other.unit >= budget / 50, "coarse plan: time %g vs %g, unit %llu",
+                      other.time, sa.time, (unsigned long long)other.unit);
+            }
+            ckpt_plan_destroy(po); po = NULL;
+            /* the dense table and the sparse frontiers agree */
+            {
+                _ckpt_sched a = {NULL, 0, 0}, b = {NULL, 0, 0};
+                uint64_t ma, mb;
+                double ta, tb;
+                uint64_t pa, pb;
+                ckpt_result ra = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, 1, &a, &ma);
+                ckpt_result rb = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, 0, &b, &mb);
+                CHECK(ra == CKPT_OK && rb == CKPT_OK && ma == mb, "dense %s sparse %s", ckpt_result_string(ra), ckpt_result_string(rb));
+                if (ra == CKPT_OK && rb == CKPT_OK) {
+                    ckpt_schedule_simulate(c, n, a.ops, a.n_ops, &ta, &pa, NULL);
+                    ckpt_schedule_simulate(c, n, b.ops, b.n_ops, &tb, &pb, NULL);
+                    CHECK(fabs(ta - tb) <= 1e-9 * ta && pa <= budget && pb <= budget, "dense %g/%llu sparse %g/%llu", ta,
+                          (unsigned long long)pa, tb, (unsigned long long)pb);
+                }
+                free(a.ops); free(b.ops);
+            }
+            ckpt_plan_destroy(pl); pl = NULL;
+        }
+        free(c);
+    }
+    printf("long chains: %d optimal plans checked\n", plans);
+}
+
+/* Persistent schedules are a subset of all schedules: never faster than the exact search. */
+static void short_chains(void) {
+    int ci, equal = 0, total = 0;
+    for (ci = 0; ci < 150; ci++) {
+        int n = 2 + (int)(rnd() % 7);
+        ckpt_cost c[10];
+        ckpt_plan_info info;
+        ckpt_plan *pl = NULL;
+        uint64_t budget;
+        random_chain(c, n, 8);
+        if (plan(c, n, CKPT_POLICY_OPTIMAL, 1, 0, &info, &pl) != CKPT_ERR_INFEASIBLE) continue;
+        budget = info.min_budget + rnd() % (info.store_all_peak - info.min_budget + 1);
+        if (plan(c, n, CKPT_POLICY_OPTIMAL, budget, 0, &info, &pl) != CKPT_OK) { CHECK(0, "exact plan"); continue; }
+        CHECK(info.guarantee == CKPT_GUARANTEE_ALL_SCHEDULES, "exact search for %d stages", n);
+        {
+            _ckpt_sched s = {NULL, 0, 0};
+            uint64_t mp, unit;
+            ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 0, &s, &mp, &unit);
+            if (r == CKPT_OK) {
+                double t; uint64_t p;
+                CHECK(ckpt_schedule_simulate(c, n, s.ops, s.n_ops, &t, &p, NULL) == CKPT_OK && p <= budget, "persistent replay");
+                CHECK(t >= info.time - 1e-9, "persistent %g beats the exact search %g", t, info.time);
+                total++;
+                equal += fabs(t - info.time) <= 1e-9;
+            } else {
+                CHECK(r == CKPT_ERR_INFEASIBLE && mp > budget, "persistent: %s", ckpt_result_string(r));
+            }
+            free(s.ops);
+        }
+        ckpt_plan_destroy(pl);
+    }
+    printf("short chains: persistent optimum equals the exact one in %d of %d\n", equal, total);
+}
+
+int main(void) {
+    long_chains();
+    short_chains();
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}
