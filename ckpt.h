@@ -1437,7 +1437,7 @@ static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const c
     memset(d, 0, sizeof *d);
     d->c = c; d->al = al; d->n = n; d->budget = budget; d->unit = unit;
     d->pool_limit = (int64_t)1 << 22;
-    d->work_limit = 1e9;   /* a few seconds; past it the dense table in a coarser unit runs */
+    d->work_limit = 3e8;   /* about a second; past it the dense table in a coarser unit runs */
     d->A = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
     d->T = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
     d->WF = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
