@@ -400,7 +400,8 @@ CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const
 /* >>layout -------------------------------------------------------------------------------------
    Carve one buffer (a tape or a workspace) into aligned pieces. Fill bytes and align (a power of
    two; 0 means 16) for each entry; ckpt_layout_compute sets the offsets and the total, which is
-   the size to declare. ckpt_layout_ptr gives entry i's address inside a buffer. */
+   the size to declare. ckpt_layout_ptr gives entry i's address inside a buffer (like strchr, it
+   takes a const base so a backward can carve its const tape; write only where you may). */
 typedef struct ckpt_layout_entry {
     size_t bytes;
     size_t align;
@@ -408,7 +409,7 @@ typedef struct ckpt_layout_entry {
 } ckpt_layout_entry;
 
 CKPT_API ckpt_result ckpt_layout_compute(ckpt_layout_entry *entries, int n, size_t *total);
-CKPT_API void *ckpt_layout_ptr(void *base, const ckpt_layout_entry *entries, int i);
+CKPT_API void *ckpt_layout_ptr(const void *base, const ckpt_layout_entry *entries, int i);
 
 /* >>chain -------------------------------------------------------------------------------------- */
 typedef struct ckpt_rng_hooks {
@@ -440,7 +441,8 @@ CKPT_API void ckpt_chain_destroy(ckpt_chain *chain);
 
 /* Plans the chain for desc (NULL: optimal, no budget), lays out every buffer and allocates the
    arena through the backend (replacing any previous plan and arena). info may be NULL. On
-   failure the previous plan stays in place. */
+   failure the previous plan stays in place; on CKPT_ERR_INFEASIBLE, info (if non-NULL) still
+   gets min_budget and the store-all figures. Stage times of all zero are taken as 1 and 2. */
 CKPT_API ckpt_result ckpt_chain_plan(ckpt_chain *chain, const ckpt_plan_desc *desc, ckpt_plan_info *info);
 /* Like ckpt_chain_plan, with a schedule of your own (validated by the cost model). */
 CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *chain, const ckpt_op *ops, int n_ops,
@@ -486,7 +488,7 @@ CKPT_API const ckpt_plan *ckpt_chain_get_plan(const ckpt_chain *chain);
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
+#include <math.h>   /* INFINITY only: the library needs no -lm */
 #include <float.h>
 
 #if defined(CKPT_MALLOC) != defined(CKPT_FREE)
@@ -642,9 +644,9 @@ CKPT_API ckpt_result ckpt_layout_compute(ckpt_layout_entry *entries, int n, size
     *total = off;
     return CKPT_OK;
 }
-CKPT_API void *ckpt_layout_ptr(void *base, const ckpt_layout_entry *entries, int i) {
+CKPT_API void *ckpt_layout_ptr(const void *base, const ckpt_layout_entry *entries, int i) {
     if (!base || !entries || i < 0) return NULL;
-    return (char *)base + entries[i].offset;
+    return (char *)(uintptr_t)base + entries[i].offset;
 }
 
 /* >>policy names */
@@ -945,9 +947,10 @@ static ckpt_result _ckpt_sqrt_sched(const ckpt_allocator *al, const ckpt_cost *c
     unsigned char *start = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
     unsigned char *rec = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
     ckpt_result r = CKPT_ERR_OUT_OF_HOST_MEMORY;
-    int i, j, m = (int)floor(sqrt((double)n) + 0.5), last = 1;
+    int i, j, m = 1, last = 1;
+    while ((m + 1) * (m + 1) <= n) m++;         /* floor(sqrt(n)) ... */
+    if (n - m * m > m) m++;                     /* ... rounded to the nearest integer */
     if (start && rec) {
-        if (m < 1) m = 1;
         for (j = 0; j < m; j++) {
             int s = (int)(((int64_t)j * n) / m) + 1;
             start[s] = 1;

@@ -72,7 +72,7 @@ static void randn(Rng *rng, float *out, size_t n, float mean, float std)
     rng->next += p.count;
 }
 
-/* ---- the model -------------------------------------------------------------------------------- */
+/* ---- the model ------------------------------------------------------------------------------- */
 
 /* One block's parameters, or their gradients: pointers into one flat buffer, as in llm.c. */
 typedef struct Block { float *ln_g, *ln_b, *w1, *b1, *w2, *b2; } Block;
@@ -162,7 +162,8 @@ static float gelu(float x) { return 0.5f * x * (1.0f + gelu_tanh(x)); }
 static float gelu_grad(float x)
 {
     float t = gelu_tanh(x);
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+    float du = GELU_K * (1.0f + 3.0f * 0.044715f * x * x);     /* d(tanh argument)/dx */
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
 }
 
 /* One block forward. rng NULL: no dropout (the teacher, or p_drop = 0). */
@@ -170,8 +171,9 @@ static void block_forward(const Model *m, const Block *p, const float *x, float 
                           const ckpt_philox *rng)
 {
     const int N = m->N, C = m->C, H = m->H;
-    float *ln = ckpt_layout_ptr(tape, m->tape, T_LN), *mean = ckpt_layout_ptr(tape, m->tape, T_MEAN);
-    float *rstd = ckpt_layout_ptr(tape, m->tape, T_RSTD), *h = ckpt_layout_ptr(tape, m->tape, T_H);
+    float *ln = ckpt_layout_ptr(tape, m->tape, T_LN), *h = ckpt_layout_ptr(tape, m->tape, T_H);
+    float *mean = ckpt_layout_ptr(tape, m->tape, T_MEAN);
+    float *rstd = ckpt_layout_ptr(tape, m->tape, T_RSTD);
     float *a = ckpt_layout_ptr(tape, m->tape, T_A);
     uint8_t *mask = ckpt_layout_ptr(tape, m->tape, T_MASK);
     for (int r = 0; r < N; r++) {
@@ -181,18 +183,21 @@ static void block_forward(const Model *m, const Block *p, const float *x, float 
         mu /= C;
         for (int c = 0; c < C; c++) var += (xr[c] - mu) * (xr[c] - mu);
         float rs = 1.0f / sqrtf(var / C + 1e-5f);
-        for (int c = 0; c < C; c++) ln[(size_t)r * C + c] = (xr[c] - mu) * rs * p->ln_g[c] + p->ln_b[c];
+        for (int c = 0; c < C; c++)
+            ln[(size_t)r * C + c] = (xr[c] - mu) * rs * p->ln_g[c] + p->ln_b[c];
         mean[r] = mu;
         rstd[r] = rs;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, H, C, 1.0f, ln, C, p->w1, C, 0.0f, h, H);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, H, C,       /* h = ln W1^T */
+                1.0f, ln, C, p->w1, C, 0.0f, h, H);
     for (size_t r = 0; r < (size_t)N; r++)
         for (int j = 0; j < H; j++) {
             size_t i = r * H + j;
             h[i] += p->b1[j];
             a[i] = gelu(h[i]);
         }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, H, 1.0f, a, H, p->w2, H, 0.0f, y, C);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, H,       /* y = a W2^T */
+                1.0f, a, H, p->w2, H, 0.0f, y, C);
     for (size_t r = 0; r < (size_t)N; r++)
         for (int c = 0; c < C; c++) y[r * C + c] += p->b2[c];
     if (rng) ckpt_philox_dropout(rng, m->p_drop, y, y, mask, (size_t)N * C);
@@ -205,12 +210,12 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
                            const void *tape, const float *dy, float *dx, void *ws)
 {
     const int N = m->N, C = m->C, H = m->H;
-    const float *ln = ckpt_layout_ptr((void *)tape, m->tape, T_LN);
-    const float *mean = ckpt_layout_ptr((void *)tape, m->tape, T_MEAN);
-    const float *rstd = ckpt_layout_ptr((void *)tape, m->tape, T_RSTD);
-    const float *h = ckpt_layout_ptr((void *)tape, m->tape, T_H);
-    const float *a = ckpt_layout_ptr((void *)tape, m->tape, T_A);
-    const uint8_t *mask = ckpt_layout_ptr((void *)tape, m->tape, T_MASK);
+    void *t = (void *)tape;             /* ckpt_layout_ptr takes a non-const base */
+    const float *ln = ckpt_layout_ptr(t, m->tape, T_LN), *h = ckpt_layout_ptr(t, m->tape, T_H);
+    const float *mean = ckpt_layout_ptr(t, m->tape, T_MEAN);
+    const float *rstd = ckpt_layout_ptr(t, m->tape, T_RSTD);
+    const float *a = ckpt_layout_ptr(t, m->tape, T_A);
+    const uint8_t *mask = ckpt_layout_ptr(t, m->tape, T_MASK);
     float *dm = ckpt_layout_ptr(ws, m->ws, W_DM), *da = ckpt_layout_ptr(ws, m->ws, W_DA);
     float *dln = ckpt_layout_ptr(ws, m->ws, W_DLN);
     const float scale = 1.0f / (1.0f - m->p_drop);   /* the scale the dropout applied */
@@ -221,16 +226,20 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
             dm[i] = mask[i] ? dy[i] * scale : 0.0f;
             g->b2[c] += dm[i];
         }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, H, N, 1.0f, dm, C, a, H, 1.0f, g->w2, H);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, H, C, 1.0f, dm, C, p->w2, H, 0.0f, da, H);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, H, N,       /* dW2 += dm^T a */
+                1.0f, dm, C, a, H, 1.0f, g->w2, H);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, H, C,     /* da = dm W2 */
+                1.0f, dm, C, p->w2, H, 0.0f, da, H);
     for (size_t r = 0; r < (size_t)N; r++)
         for (int j = 0; j < H; j++) {
             size_t i = r * H + j;
             da[i] *= gelu_grad(h[i]);   /* da becomes dL/dh */
             g->b1[j] += da[i];
         }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, C, N, 1.0f, da, H, ln, C, 1.0f, g->w1, C);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, H, 1.0f, da, H, p->w1, C, 0.0f, dln, C);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, C, N,       /* dW1 += dh^T ln */
+                1.0f, da, H, ln, C, 1.0f, g->w1, C);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, H,     /* dln = dh W1 */
+                1.0f, da, H, p->w1, C, 0.0f, dln, C);
     for (int r = 0; r < N; r++) {       /* layer norm backward, x-hat recomputed from x */
         const float *xr = x + (size_t)r * C, *dr = dln + (size_t)r * C;
         float sum_d = 0.0f, sum_dx = 0.0f;
@@ -300,7 +309,7 @@ static void measure_block(Model *m, double *fwd_ms, double *bwd_ms)
     free(x); free(y); free(dx); free(tape); free(ws);
 }
 
-/* ---- training --------------------------------------------------------------------------------- */
+/* ---- training -------------------------------------------------------------------------------- */
 
 typedef struct Config {
     int C, L, N, steps;
@@ -396,7 +405,7 @@ static void train(const Config *cfg, Model *m, const Model *teacher, const float
     ckpt_chain_destroy(chain);
 }
 
-/* ---- main ------------------------------------------------------------------------------------- */
+/* ---- main ------------------------------------------------------------------------------------ */
 
 static void usage(const char *prog)
 {
@@ -480,7 +489,8 @@ int main(int argc, char **argv)
         pd.policy = policies[i];
         pd.budget = i == 0 ? 0 : budget;    /* every-k gets k = 0: the best k that fits */
         train(&cfg, &model, &teacher, init, stages, &be, &pd, &batch, &runs[i]);
-        if (i == 0 && budget == 0) budget = (uint64_t)(cfg.budget_frac * (double)runs[0].info.peak);
+        if (i == 0 && budget == 0)      /* at least 1: a budget of 0 would mean "no limit" */
+            budget = (uint64_t)(cfg.budget_frac * (double)runs[0].info.peak) + 1;
     }
 
     printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d steps; one block: "
