@@ -113,7 +113,11 @@
 
 #ifndef CKPT_API
 #ifdef CKPT_STATIC
+#if defined(__GNUC__) || defined(__clang__)
+#define CKPT_API static __attribute__((unused))   /* uncalled functions are no warning */
+#else
 #define CKPT_API static
+#endif
 #else
 #define CKPT_API extern
 #endif

@@ -155,7 +155,7 @@ static void replay(void) {
     {
         const ckpt_op *ops;
         int n_ops, k, victim = -1;
-        ckpt_chain_stats cs;
+        ckpt_chain_stats cs = {0};
         ops = ckpt_plan_ops(ckpt_chain_get_plan(ch), &n_ops);
         for (k = 0; k < n_ops; k++) if (ops[k].kind == CKPT_OP_F && k > 0) {
             int j, first = 1;
