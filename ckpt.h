@@ -52,6 +52,9 @@
                            NULL). Define both or neither. A ckpt_allocator in a desc wins.
    CKPT_ASSERT(c)          internal invariant check (default assert). Never used for bad input.
    CKPT_MAX_STAGES         largest chain accepted (default 4096).
+   CKPT_CUBIC_MAX_STAGES   longest chain the optimal and greedy policies plan (default 1024:
+                           their cost grows as n^3); longer ones get CKPT_ERR_TOO_COMPLEX, and
+                           every-k, sqrt and store-all still work.
    CKPT_EXACT_SEARCH_MAX_STAGES
                            chains up to this many stages get the exact search over all
                            schedules (default 10), as long as its state space (about
@@ -128,6 +131,9 @@
 #endif
 #ifndef CKPT_EXACT_SEARCH_MAX_STAGES
 #define CKPT_EXACT_SEARCH_MAX_STAGES 10
+#endif
+#ifndef CKPT_CUBIC_MAX_STAGES
+#define CKPT_CUBIC_MAX_STAGES 1024
 #endif
 
 #ifdef __cplusplus
@@ -364,11 +370,14 @@ typedef enum ckpt_guarantee {
     CKPT_GUARANTEE_NONE = 0,          /* a heuristic policy */
     CKPT_GUARANTEE_ALL_SCHEDULES = 1, /* optimal over every schedule of the cost model */
     CKPT_GUARANTEE_PERSISTENT = 2     /* optimal over persistent schedules (checkpoints stay
-                                         until their segment is back-propagated) */
+                                         until their segment is back-propagated), with sizes
+                                         rounded up to `unit`; when that unit does not divide
+                                         every size and max_units was 0, also no slower than
+                                         greedy and every-k */
 } ckpt_guarantee;
 
 typedef struct ckpt_plan_info {
-    ckpt_policy policy;
+    ckpt_policy policy;     /* CKPT_POLICY_COUNT_ for a schedule given to ckpt_chain_set_schedule */
     uint64_t budget;        /* the budget planned for (resolved: never 0) */
     double time;            /* predicted time of one step (sum of f and b of the ops) */
     uint64_t peak;          /* predicted peak bytes */
@@ -1811,6 +1820,38 @@ static ckpt_result _ckpt_every_k_best(const ckpt_allocator *al, const ckpt_cost 
     return _ckpt_every_k_sched(al, c, n, best_k, out);
 }
 
+/* Whether every size is a multiple of unit (then the program's rounding changed nothing). */
+static int _ckpt_unit_exact(const ckpt_cost *c, int n, uint64_t unit) {
+    int i;
+    for (i = 0; i < n; i++)
+        if (c[i].a % unit || c[i].t % unit || c[i].wf % unit || c[i].wb % unit) return 0;
+    return 1;
+}
+
+/* After a program in a rounded unit: a heuristic plan in exact bytes may be faster. Keeps the
+   fastest (ties: smaller peak) of *s, greedy and the best every-k. */
+static ckpt_result _ckpt_best_of_heuristics(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
+                                            _ckpt_sched *s) {
+    _ckpt_sched h = {NULL, 0, 0};
+    double t, th;
+    uint64_t p, ph, mp;
+    int pass, k;
+    ckpt_result r = _ckpt_sched_eval_into(c, n, s, &t, &p);
+    for (pass = 0; pass < 2 && r == CKPT_OK; pass++) {
+        ckpt_result rh = pass == 0 ? _ckpt_greedy_sched(al, c, n, budget, &h, &mp)
+                                   : _ckpt_every_k_best(al, c, n, budget, &h, &k, &mp);
+        if (rh == CKPT_ERR_INFEASIBLE) continue;
+        if (rh != CKPT_OK) { r = rh; break; }
+        if ((r = _ckpt_sched_eval_into(c, n, &h, &th, &ph)) != CKPT_OK) break;
+        if (th < t || (th == t && ph < p)) {
+            _ckpt_sched tmp = *s; *s = h; h = tmp;
+            t = th; p = ph;
+        }
+    }
+    _ckpt_free(al, h.ops);
+    return r;
+}
+
 static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy,
                                      int k, uint32_t max_units, uint64_t budget, _ckpt_sched *s, ckpt_plan_info *info) {
     ckpt_result r;
@@ -1832,6 +1873,7 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         info->min_budget = p;
         return r == CKPT_OK && p > budget ? CKPT_ERR_INFEASIBLE : r;
     case CKPT_POLICY_GREEDY:
+        if (n > CKPT_CUBIC_MAX_STAGES) return CKPT_ERR_TOO_COMPLEX;
         return _ckpt_greedy_sched(al, c, n, budget, s, &info->min_budget);
     case CKPT_POLICY_OPTIMAL:
         if (_ckpt_xs_size(c, n) > 0) {
@@ -1841,8 +1883,13 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
             if (info->min_budget > budget) return CKPT_ERR_INFEASIBLE;
             return _ckpt_exact_search(al, c, n, budget, 0, s, NULL);
         }
+        if (n > CKPT_CUBIC_MAX_STAGES) return CKPT_ERR_TOO_COMPLEX;
         info->guarantee = CKPT_GUARANTEE_PERSISTENT;
-        return _ckpt_persistent(al, c, n, budget, max_units, s, &info->min_budget, &info->unit);
+        r = _ckpt_persistent(al, c, n, budget, max_units, s, &info->min_budget, &info->unit);
+        /* rounded by necessity rather than by request: make sure no heuristic beats it */
+        if (r == CKPT_OK && !max_units && !_ckpt_unit_exact(c, n, info->unit))
+            r = _ckpt_best_of_heuristics(al, c, n, budget, s);
+        return r;
     default:
         return CKPT_ERR_BAD_POLICY;
     }
@@ -1875,6 +1922,9 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
                   (unsigned long long)info->budget, ckpt_policy_name(policy), (unsigned long long)info->min_budget);
         goto fail;
     }
+    if (r == CKPT_ERR_TOO_COMPLEX)
+        _CKPT_ERR(lg, r, "policy %s plans at most %d stages (CKPT_CUBIC_MAX_STAGES); this chain has %d: use every-k or sqrt",
+                  ckpt_policy_name(policy), CKPT_CUBIC_MAX_STAGES, n);
     if (r != CKPT_OK) goto fail;
     if ((r = _ckpt_sched_eval_into(c, n, &s, &info->time, &info->peak)) != CKPT_OK) goto fail;
     CKPT_ASSERT(info->peak <= info->budget);
