@@ -152,6 +152,25 @@ static void invalid_arguments(ckpt_backend *be) {
         ckpt_plan_destroy(plan);
         CHECK(ckpt_schedule_simulate(c, 2, NULL, 1, NULL, NULL, NULL) == CKPT_ERR_NULL_ARGUMENT, "simulate NULL ops");
     }
+    /* optimal and greedy refuse chains longer than CKPT_CUBIC_MAX_STAGES; every-k still plans */
+    {
+        int n = CKPT_CUBIC_MAX_STAGES + 1, i;
+        ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c);
+        ckpt_plan *plan = NULL;
+        ckpt_plan_desc pd;
+        memset(&pd, 0, sizeof pd);
+        pd.logger.fn = capture;
+        for (i = 0; c && i < n; i++) { c[i].a = 8; c[i].t = 8; c[i].f = 1; c[i].b = 2; }
+        clear_log();
+        CHECK(c && ckpt_plan_create(c, n, &pd, &plan, NULL) == CKPT_ERR_TOO_COMPLEX && plan == NULL &&
+              strstr(last_msg, "CKPT_CUBIC_MAX_STAGES"), "optimal on %d stages: '%s'", n, last_msg);
+        pd.policy = CKPT_POLICY_GREEDY;
+        CHECK(c && ckpt_plan_create(c, n, &pd, &plan, NULL) == CKPT_ERR_TOO_COMPLEX, "greedy on %d stages", n);
+        pd.policy = CKPT_POLICY_SQRT;
+        CHECK(c && ckpt_plan_create(c, n, &pd, &plan, NULL) == CKPT_OK, "sqrt on %d stages", n);
+        ckpt_plan_destroy(plan);
+        free(c);
+    }
     /* layout */
     {
         ckpt_layout_entry e[2];
