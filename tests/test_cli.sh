@@ -483,6 +483,26 @@ badcase "no_checkpoint not 0/1" "$HDR,no_checkpoint\\n$ROW,2\\n" "$B:2:" "no_che
 badcase "unterminated quote" "$HDR\\n\"s,1,2,10,20,0,0\\n" "$B:2:"
 badcase "invalid UTF-8 name" "$HDR\\n\\xff\\xfe,1,2,10,20,0,0\\n" "$B:2:"
 
+longcsv() { # N: a chain of N identical stages on stdout
+    "$PY" -c 'import sys
+print("name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace")
+for i in range(int(sys.argv[1])): print("s%d,1,2,10,20,0,0" % i)' "$1"
+}
+longcsv 4097 >"$TMP/long.csv"
+run --json --policy sqrt "$TMP/long.csv"
+expect_rc "4097 stages (more than CKPT_MAX_STAGES): exit 2" 2
+err_has "4097 stages: stderr names the line of the extra stage" "$TMP/long.csv:4098:"
+longcsv 4096 >"$TMP/long.csv"
+for p in optimal greedy sqrt every-k; do
+    run --json --policy "$p" "$TMP/long.csv"
+    case $RC in
+    0) pass "4096 stages --policy $p: planned (exit 0)" ;;
+    2) if grep -qE 'every-k|sqrt' "$TMP/err"; then pass "4096 stages --policy $p: too long for the policy (exit 2), names one that works"
+       else fail "4096 stages --policy $p: exit 2 should name a policy that works" "$(errline)"; fi ;;
+    *) fail "4096 stages --policy $p: exit 0, or 2 when too long for the policy" "exit $RC: $(errline)" ;;
+    esac
+done
+
 run --json "$TMP/does-not-exist.csv"
 expect_rc "missing file: exit 2" 2
 err_has "missing file: stderr names the file" "does-not-exist.csv"

@@ -17,8 +17,8 @@
    be double-quoted ("a, ""b""") to hold commas or quotes. Spaces around fields are ignored.
 
    Exit status: 0 the plan is feasible; 3 the budget is infeasible (stderr names the smallest
-   feasible budget); 2 bad input or usage (stderr names the file, line and problem); 1 an
-   internal or library failure. */
+   feasible budget); 2 bad input or usage (stderr names the file, line and problem; also a chain
+   too long for the chosen policy); 1 an internal or library failure. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
@@ -1024,7 +1024,8 @@ int main(int argc, char **argv) {
         int input_fault = r == CKPT_ERR_BAD_TIME || r == CKPT_ERR_BAD_FLAGS ||
                           r == CKPT_ERR_SIZE_OVERFLOW || r == CKPT_ERR_BAD_K ||
                           r == CKPT_ERR_NO_STAGES || r == CKPT_ERR_TOO_MANY_STAGES ||
-                          r == CKPT_ERR_BAD_POLICY;
+                          r == CKPT_ERR_BAD_POLICY ||
+                          r == CKPT_ERR_TOO_COMPLEX; /* the library names a policy that works */
         fprintf(stderr, "%s: %s: planning failed: %s (%s)%s%s\n", PROG, res.file,
                 ckpt_result_description(r), ckpt_result_string(r), g_libmsg[0] ? ": " : "", g_libmsg);
         free_model(&m);
