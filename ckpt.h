@@ -102,7 +102,16 @@
    A backend is a ckpt_backend: a state pointer plus function pointers (see the struct below for
    the contract of each). alloc and free are required; everything else is optional and the
    library works without it (copies fall back to synchronous behaviour, the stream is NULL).
-   backends/ckpt_cpu.h is the reference: read it first.
+   backends/ckpt_cpu.h is the reference: read it first. What the core calls, and when:
+     alloc           once per successful ckpt_chain_plan / ckpt_chain_set_schedule, for the arena
+                     (its size is ckpt_chain_stats.arena_bytes); a failure keeps the old plan.
+     free            on that arena when a new plan replaces it and in ckpt_chain_destroy.
+     compute_stream  before every callback; the result goes to ckpt_ctx.stream.
+     synchronize     (stream NULL) at the end of every ckpt_backward, so that gradients are
+                     complete when it returns; an error there fails the step.
+   The remaining entries (pinned memory, copies, memset, mem_info, checksum) are for offload and
+   recompute checks; the core does not call them yet. The backend must outlive every chain that
+   uses it; the chain copies the struct, not the state.
 */
 #ifndef CKPT_H_INCLUDED
 #define CKPT_H_INCLUDED
