@@ -4,13 +4,16 @@
    (rotor's setting in its own benchmarks), 4096, and 0 (exact, the default), and prints the
    median wall time of several runs, the unit used, the number of memory units (budget / unit),
    the predicted step time relative to store-all, and the peak relative to the budget.
-   Usage: plan_bench [reps] [max_stages] */
+   With a third argument "small", sizes are small multiples of 512 bytes so that every budget is
+   under 65,536 units: the case where optimal must be exact; only max_units = 0 runs.
+   Usage: plan_bench [reps] [max_stages] [small] */
 #define _POSIX_C_SOURCE 199309L
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static uint64_t s = 88172645463325252ull;
@@ -53,6 +56,7 @@ int main(int argc, char **argv) {
     static const int sizes[] = {50, 100, 200, 400};
     static const uint32_t units[] = {500, 4096, 0};
     int reps = argc > 1 ? atoi(argv[1]) : 3, max_n = argc > 2 ? atoi(argv[2]) : 400, si, ui;
+    int small = argc > 3 && strcmp(argv[3], "small") == 0;
     if (reps < 1) reps = 1;
     if (reps > 32) reps = 32;
     printf("%-7s %-10s %-10s %-10s %-10s %-9s %-11s %s\n", "stages", "max_units", "plan_ms", "unit", "units",
@@ -65,17 +69,18 @@ int main(int argc, char **argv) {
         ckpt_plan_info info;
         if (!c) return 1;
         for (i = 0; i < n; i++) {   /* heterogeneous, all multiples of 512 bytes */
-            c[i].a = 512 * (256 + rnd() % 16384);
-            c[i].t = 512 * (rnd() % 32768);
-            c[i].wf = 512 * (rnd() % 2048);
-            c[i].wb = 512 * (rnd() % 4096);
+            uint64_t scale = small ? 1 : 256;
+            c[i].a = 512 * (small ? 1 + rnd() % 64 : 256 + rnd() % 16384);
+            c[i].t = 512 * (rnd() % (128 * scale));
+            c[i].wf = 512 * (rnd() % (8 * scale));
+            c[i].wb = 512 * (rnd() % (16 * scale));
             c[i].f = 0.5 + (double)(rnd() % 8) * 0.5;
             c[i].b = c[i].f * (1.5 + (double)(rnd() % 3) * 0.5);
         }
         pd.policy = CKPT_POLICY_STORE_ALL;
         if (ckpt_plan_create(c, n, &pd, &p, &info) != CKPT_OK) return 1;
         ckpt_plan_destroy(p);
-        for (ui = 0; ui < 3; ui++) run(c, n, info.store_all_peak / 3, units[ui], reps);
+        for (ui = small ? 2 : 0; ui < 3; ui++) run(c, n, info.store_all_peak / 3, units[ui], reps);
         free(c);
     }
     return 0;
