@@ -362,10 +362,11 @@ typedef struct ckpt_plan_desc {
     int k;                  /* every-k segment length; 0: the best that fits */
     uint32_t max_units;     /* optimal, long chains: 0 = exact (in the largest unit that divides
                                every size; with budgets up to 65,536 such units this can take
-                               seconds for hundreds of stages, e.g. 13 s for 200 stages at 6,277
-                               units); N = round sizes up to ceil(budget / N) bytes when that is
-                               coarser: faster (500 units: about 30 ms for 100 stages), never over
-                               budget, optimal only in that unit. info.unit says what was used. */
+                               seconds for hundreds of stages: 12 s for 200 stages at 6,161
+                               units in bench/RESULTS.md). N = round sizes up to ceil(budget/N)
+                               bytes when coarser: faster (500 units: 27-38 ms for 100 stages),
+                               never over budget, optimal only in that unit. info.unit says
+                               which unit was used. */
     ckpt_logger logger;     /* for ckpt_plan_create; ckpt_chain_plan uses the chain's */
     ckpt_allocator allocator;
 } ckpt_plan_desc;
