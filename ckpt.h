@@ -159,7 +159,7 @@ extern "C" {
     X(CKPT_ERR_MISSING_CALLBACK, -4, "a stage has no forward or backward callback") \
     X(CKPT_ERR_BAD_TIME, -5, "a stage time is negative, NaN or infinite") \
     X(CKPT_ERR_BAD_FLAGS, -6, "a stage has unknown flag bits set") \
-    X(CKPT_ERR_SIZE_OVERFLOW, -7, "byte sizes overflow 64 bits when added up") \
+    X(CKPT_ERR_SIZE_OVERFLOW, -7, "byte sizes add up to more than 2^56 bytes, or the arena to more than SIZE_MAX") \
     X(CKPT_ERR_BAD_POLICY, -8, "unknown planner policy") \
     X(CKPT_ERR_BAD_K, -9, "every-k segment length is out of range") \
     X(CKPT_ERR_BAD_BACKEND, -10, "the backend lacks a required function (alloc or free)") \
@@ -357,9 +357,9 @@ typedef struct ckpt_cost {
 } ckpt_cost;
 
 typedef struct ckpt_plan_desc {
+    uint64_t budget;        /* peak bytes allowed; 0: no limit */
     ckpt_policy policy;     /* default CKPT_POLICY_OPTIMAL */
-    uint64_t budget;        /* peak bytes allowed; 0: no limit (store-all's peak) */
-    int k;                  /* every-k segment length; 0: the best that fits */
+    int k;                  /* every-k segment length; 0: the best that fits (ignored by the others) */
     uint32_t max_units;     /* optimal, long chains: 0 = exact (in the largest unit that divides
                                every size; with budgets up to 65,536 such units this can take
                                seconds for hundreds of stages: 12 s for 200 stages at 6,161
@@ -391,7 +391,8 @@ typedef enum ckpt_guarantee {
 
 typedef struct ckpt_plan_info {
     ckpt_policy policy;     /* CKPT_POLICY_COUNT_ for a schedule given to ckpt_chain_set_schedule */
-    uint64_t budget;        /* the budget planned for (resolved: never 0) */
+    uint64_t budget;        /* the budget planned for; for "no limit", the larger of store-all's
+                               peak and this plan's (0 only when every size is 0) */
     double time;            /* predicted time of one step (sum of f and b of the ops) */
     uint64_t peak;          /* predicted peak bytes */
     uint64_t min_budget;    /* smallest budget at which this policy finds a schedule */
@@ -997,11 +998,12 @@ static ckpt_result _ckpt_sqrt_sched(const ckpt_allocator *al, const ckpt_cost *c
    smallest budget that works is the smallest peak along it. */
 typedef struct _ckpt_eval { double time; uint64_t peak; } _ckpt_eval;
 
-static ckpt_result _ckpt_eval_sched(const ckpt_cost *c, int n, const _ckpt_sched *s, _ckpt_eval *e) {
+static ckpt_result _ckpt_eval_sched(const ckpt_allocator *al, const ckpt_cost *c, int n, const _ckpt_sched *s,
+                                    _ckpt_eval *e) {
     _ckpt_analysis an;
     const char *why;
     int bad;
-    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, NULL, 0, &an, &bad, &why);
+    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, al, 0, &an, &bad, &why);
     e->time = an.time; e->peak = an.peak;
     CKPT_ASSERT(r != CKPT_ERR_BAD_SCHEDULE);
     return r;
@@ -1026,7 +1028,7 @@ static ckpt_result _ckpt_greedy_sched(const ckpt_allocator *al, const ckpt_cost 
     int found = 0, i;
     if (!start || !rec || !best_rec) goto done;
     if ((r = _ckpt_build_segments(al, n, start, rec, &tmp)) != CKPT_OK) goto done;
-    if ((r = _ckpt_eval_sched(c, n, &tmp, &cur)) != CKPT_OK) goto done;
+    if ((r = _ckpt_eval_sched(al, c, n, &tmp, &cur)) != CKPT_OK) goto done;
     *min_peak = cur.peak;
     for (;;) {
         int best = -1;
@@ -1039,7 +1041,7 @@ static ckpt_result _ckpt_greedy_sched(const ckpt_allocator *al, const ckpt_cost 
             rec[i] = 1;
             if (_ckpt_run_start_ok(c, rec, i)) {
                 if ((r = _ckpt_build_segments(al, n, start, rec, &tmp)) != CKPT_OK ||
-                    (r = _ckpt_eval_sched(c, n, &tmp, &e)) != CKPT_OK) { rec[i] = 0; goto done; }
+                    (r = _ckpt_eval_sched(al, c, n, &tmp, &e)) != CKPT_OK) { rec[i] = 0; goto done; }
                 dt = e.time - cur.time;
                 /* bytes saved per unit of added time; a free recomputation scores highest */
                 score = e.peak < cur.peak ? (double)(cur.peak - e.peak) / (dt > 0 ? dt : 1e-300) : 0.0;
@@ -1052,7 +1054,7 @@ static ckpt_result _ckpt_greedy_sched(const ckpt_allocator *al, const ckpt_cost 
         if (best < 0) break;
         rec[best] = 1;
         if ((r = _ckpt_build_segments(al, n, start, rec, &tmp)) != CKPT_OK) goto done;
-        if ((r = _ckpt_eval_sched(c, n, &tmp, &cur)) != CKPT_OK) goto done;
+        if ((r = _ckpt_eval_sched(al, c, n, &tmp, &cur)) != CKPT_OK) goto done;
         if (cur.peak < *min_peak) *min_peak = cur.peak;
     }
     r = found ? _ckpt_build_segments(al, n, start, best_rec, out) : CKPT_ERR_INFEASIBLE;
@@ -1784,30 +1786,53 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
     return r;
 }
 
-/* Persistent optimum under budget. The unit: the largest that divides every size (exact), or
-   ceil(budget / max_units) when the caller asks for a coarser one. The dense table runs when it
-   fits; otherwise the sparse frontiers (exact at any unit count). Those stop at a work allowance
-   only when the budget exceeds 65,536 units, and at a memory cap (256 MB) in any case; then the
-   dense table runs in the finest unit that fits. *min_peak is in the unit used. */
+/* Plans in one unit: the dense table if it fits; otherwise the sparse frontiers, and if those
+   give up, the dense table in the finest unit that fits. *used gets the unit that ran. */
+static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
+                                         uint64_t unit, _ckpt_sched *out, uint64_t *used) {
+    uint64_t mp;
+    ckpt_result r;
+    *used = unit;
+    if (_ckpt_dense_fits(n, budget / unit)) return _ckpt_persistent_in(al, c, n, budget, unit, 1, out, &mp);
+    r = _ckpt_persistent_in(al, c, n, budget, unit, 0, out, &mp);
+    if (r != CKPT_ERR_TOO_COMPLEX) return r;
+    while (!_ckpt_dense_fits(n, budget / unit)) unit *= 2;
+    *used = unit;
+    return _ckpt_persistent_in(al, c, n, budget, unit, 1, out, &mp);
+}
+
+/* Persistent optimum under budget (at most store-all's peak: more cannot help). *min_peak is
+   always exact: the smallest peak of any persistent schedule, computed in the largest unit that
+   divides every size. The plan runs in that unit, or in ceil(budget / max_units) when the caller
+   asks for a coarser one, capped so that rounded sizes cannot overflow; if a coarse unit finds
+   nothing, the exact unit runs. Dense table when it fits; else sparse frontiers (exact at any
+   unit count), which stop at a work allowance only beyond 65,536 units and at a memory cap
+   (256 MB) in any case; then the dense table in the finest unit that fits. Returns
+   CKPT_ERR_TOO_COMPLEX when the budget is feasible but every unit tried rounded too coarsely. */
 static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                     uint32_t max_units, _ckpt_sched *out, uint64_t *min_peak, uint64_t *unit_out) {
-    uint64_t g = 0, unit;
+    uint64_t g = 0, unit, cap;
     ckpt_result r;
+    _ckpt_dp d;
     int i;
     for (i = 0; i < n; i++) {
         g = _ckpt_gcd(g, c[i].a); g = _ckpt_gcd(g, c[i].t);
         g = _ckpt_gcd(g, c[i].wf); g = _ckpt_gcd(g, c[i].wb);
     }
-    unit = g ? g : 1;
-    if (max_units && budget / max_units >= unit) unit = (budget + max_units - 1) / max_units;
-    if (budget / unit < 1) unit = 1;
-    *unit_out = unit;
-    if (_ckpt_dense_fits(n, budget / unit)) return _ckpt_persistent_in(al, c, n, budget, unit, 1, out, min_peak);
-    r = _ckpt_persistent_in(al, c, n, budget, unit, 0, out, min_peak);
-    if (r != CKPT_ERR_TOO_COMPLEX) return r;
-    while (!_ckpt_dense_fits(n, budget / unit)) unit *= 2;
-    *unit_out = unit;
-    return _ckpt_persistent_in(al, c, n, budget, unit, 1, out, min_peak);
+    if (!g) g = 1;
+    *unit_out = g;
+    r = _ckpt_dp_setup(&d, al, c, n, budget, g);
+    if (r == CKPT_OK) { _ckpt_dp_minpeak(&d); *min_peak = d.minp[_CKPT_IDX(&d, 1, n)]; }
+    _ckpt_dp_free(&d);
+    if (r != CKPT_OK) return r;
+    if (*min_peak > budget) return CKPT_ERR_INFEASIBLE;
+    unit = g;
+    if (max_units && budget / max_units >= g) unit = budget / max_units + (budget % max_units != 0);
+    cap = ((uint64_t)1 << 59) / (4 * (uint64_t)n);   /* rounded sizes then sum below 2^60 */
+    if (unit > cap && cap >= g) unit = cap;
+    r = _ckpt_persistent_unit(al, c, n, budget, unit, out, unit_out);
+    if (r == CKPT_ERR_INFEASIBLE && *unit_out != g) r = _ckpt_persistent_unit(al, c, n, budget, g, out, unit_out);
+    return r == CKPT_ERR_INFEASIBLE ? CKPT_ERR_TOO_COMPLEX : r;
 }
 
 /* >>planner: public entry points ---------------------------------------------------------------- */
@@ -1817,9 +1842,10 @@ struct ckpt_plan {
     ckpt_op *ops;
 };
 
-static ckpt_result _ckpt_sched_eval_into(const ckpt_cost *c, int n, const _ckpt_sched *s, double *t, uint64_t *p) {
+static ckpt_result _ckpt_sched_eval_into(const ckpt_allocator *al, const ckpt_cost *c, int n, const _ckpt_sched *s,
+                                         double *t, uint64_t *p) {
     _ckpt_eval e;
-    ckpt_result r = _ckpt_eval_sched(c, n, s, &e);
+    ckpt_result r = _ckpt_eval_sched(al, c, n, s, &e);
     *t = e.time; *p = e.peak;
     return r;
 }
@@ -1836,7 +1862,7 @@ static ckpt_result _ckpt_every_k_best(const ckpt_allocator *al, const ckpt_cost 
     for (k = 1; k <= n && r == CKPT_OK; k++) {
         double t; uint64_t p;
         if ((r = _ckpt_every_k_sched(al, c, n, k, &tmp)) != CKPT_OK) break;
-        if ((r = _ckpt_sched_eval_into(c, n, &tmp, &t, &p)) != CKPT_OK) break;
+        if ((r = _ckpt_sched_eval_into(al, c, n, &tmp, &t, &p)) != CKPT_OK) break;
         if (p < *min_peak) *min_peak = p;
         if (p <= budget && (t < best_t || (t == best_t && p < best_p))) { best_t = t; best_p = p; best_k = k; }
     }
@@ -1856,20 +1882,22 @@ static int _ckpt_unit_exact(const ckpt_cost *c, int n, uint64_t unit) {
 }
 
 /* After a program in a rounded unit: a heuristic plan in exact bytes may be faster. Keeps the
-   fastest (ties: smaller peak) of *s, greedy and the best every-k. */
+   fastest (ties: smaller peak) of *s (none when s->n_ops is 0), greedy and the best every-k. */
 static ckpt_result _ckpt_best_of_heuristics(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                             _ckpt_sched *s) {
     _ckpt_sched h = {NULL, 0, 0};
     double t, th;
     uint64_t p, ph, mp;
     int pass, k;
-    ckpt_result r = _ckpt_sched_eval_into(c, n, s, &t, &p);
+    ckpt_result r = CKPT_OK;
+    t = DBL_MAX; p = UINT64_MAX;
+    if (s->n_ops) r = _ckpt_sched_eval_into(al, c, n, s, &t, &p);
     for (pass = 0; pass < 2 && r == CKPT_OK; pass++) {
         ckpt_result rh = pass == 0 ? _ckpt_greedy_sched(al, c, n, budget, &h, &mp)
                                    : _ckpt_every_k_best(al, c, n, budget, &h, &k, &mp);
         if (rh == CKPT_ERR_INFEASIBLE) continue;
         if (rh != CKPT_OK) { r = rh; break; }
-        if ((r = _ckpt_sched_eval_into(c, n, &h, &th, &ph)) != CKPT_OK) break;
+        if ((r = _ckpt_sched_eval_into(al, c, n, &h, &th, &ph)) != CKPT_OK) break;
         if (th < t || (th == t && ph < p)) {
             _ckpt_sched tmp = *s; *s = h; h = tmp;
             t = th; p = ph;
@@ -1896,7 +1924,7 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         r = policy == CKPT_POLICY_STORE_ALL ? _ckpt_every_k_sched(al, c, n, n, s)
           : policy == CKPT_POLICY_SQRT ? _ckpt_sqrt_sched(al, c, n, s)
           : _ckpt_every_k_sched(al, c, n, k, s);
-        if (r == CKPT_OK) r = _ckpt_sched_eval_into(c, n, s, &t, &p);
+        if (r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, s, &t, &p);
         info->min_budget = p;
         return r == CKPT_OK && p > budget ? CKPT_ERR_INFEASIBLE : r;
     case CKPT_POLICY_GREEDY:
@@ -1904,6 +1932,7 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         return _ckpt_greedy_sched(al, c, n, budget, s, &info->min_budget);
     case CKPT_POLICY_OPTIMAL:
         if (_ckpt_xs_size(c, n) > 0) {
+            if (budget > info->store_all_peak) budget = info->store_all_peak;   /* store-all is fastest */
             info->guarantee = CKPT_GUARANTEE_ALL_SCHEDULES;
             r = _ckpt_exact_search(al, c, n, 0, 1, s, &info->min_budget);
             if (r != CKPT_OK) return r;
@@ -1912,10 +1941,16 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         }
         if (n > CKPT_CUBIC_MAX_STAGES) return CKPT_ERR_TOO_COMPLEX;
         info->guarantee = CKPT_GUARANTEE_PERSISTENT;
+        if (budget > info->store_all_peak) budget = info->store_all_peak;   /* store-all is fastest */
+        s->n_ops = 0;
         r = _ckpt_persistent(al, c, n, budget, max_units, s, &info->min_budget, &info->unit);
-        /* rounded by necessity rather than by request: make sure no heuristic beats it */
-        if (r == CKPT_OK && !max_units && !_ckpt_unit_exact(c, n, info->unit))
+        /* rounded by necessity rather than by request, or found nothing in a coarse unit: make
+           sure no heuristic beats it */
+        if ((r == CKPT_OK && !max_units && !_ckpt_unit_exact(c, n, info->unit)) || r == CKPT_ERR_TOO_COMPLEX) {
+            if (r == CKPT_ERR_TOO_COMPLEX) s->n_ops = 0;
             r = _ckpt_best_of_heuristics(al, c, n, budget, s);
+            if (r == CKPT_OK && s->n_ops == 0) r = CKPT_ERR_TOO_COMPLEX;
+        }
         return r;
     default:
         return CKPT_ERR_BAD_POLICY;
@@ -1935,26 +1970,33 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     if ((r = _ckpt_check_costs(c, n, lg)) != CKPT_OK) return r;
     if ((int)policy < 0 || (int)policy >= CKPT_POLICY_COUNT_)
         return _CKPT_ERR(lg, CKPT_ERR_BAD_POLICY, "ckpt_plan_desc.policy %d is not a ckpt_policy", (int)policy);
-    if (k < 0 || k > n)
+    if (policy == CKPT_POLICY_EVERY_K && (k < 0 || k > n))
         return _CKPT_ERR(lg, CKPT_ERR_BAD_K, "ckpt_plan_desc.k is %d; it must be 0 (best) or 1..%d", k, n);
     info->policy = policy;
     /* store-all first: the reference figures, and the default budget */
     if ((r = _ckpt_every_k_sched(al, c, n, n, &s)) != CKPT_OK ||
-        (r = _ckpt_sched_eval_into(c, n, &s, &info->store_all_time, &info->store_all_peak)) != CKPT_OK)
+        (r = _ckpt_sched_eval_into(al, c, n, &s, &info->store_all_time, &info->store_all_peak)) != CKPT_OK)
         goto fail;
-    info->budget = desc && desc->budget ? desc->budget : info->store_all_peak;
+    /* budget 0: no limit. A recomputing policy may peak above store-all (a recomputation can
+       overlap a live gradient), so "no limit" really is none; the info then names the peak. */
+    info->budget = desc && desc->budget ? desc->budget : UINT64_MAX;
     r = _ckpt_plan_policy(al, c, n, policy, k, desc ? desc->max_units : 0, info->budget, &s, info);
     if (r == CKPT_ERR_INFEASIBLE) {
         _CKPT_ERR(lg, r, "budget %llu bytes is infeasible for policy %s; the smallest feasible budget is %llu bytes",
                   (unsigned long long)info->budget, ckpt_policy_name(policy), (unsigned long long)info->min_budget);
         goto fail;
     }
-    if (r == CKPT_ERR_TOO_COMPLEX)
+    if (r == CKPT_ERR_TOO_COMPLEX && n > CKPT_CUBIC_MAX_STAGES)
         _CKPT_ERR(lg, r, "policy %s plans at most %d stages (CKPT_CUBIC_MAX_STAGES); this chain has %d: use every-k or sqrt",
                   ckpt_policy_name(policy), CKPT_CUBIC_MAX_STAGES, n);
+    else if (r == CKPT_ERR_TOO_COMPLEX)
+        _CKPT_ERR(lg, r, "budget %llu bytes is feasible (the smallest is %llu) but planning it exceeded the memory "
+                  "limits; a larger budget plans faster", (unsigned long long)info->budget,
+                  (unsigned long long)info->min_budget);
     if (r != CKPT_OK) goto fail;
-    if ((r = _ckpt_sched_eval_into(c, n, &s, &info->time, &info->peak)) != CKPT_OK) goto fail;
+    if ((r = _ckpt_sched_eval_into(al, c, n, &s, &info->time, &info->peak)) != CKPT_OK) goto fail;
     CKPT_ASSERT(info->peak <= info->budget);
+    if (!(desc && desc->budget)) info->budget = info->peak > info->store_all_peak ? info->peak : info->store_all_peak;
     plan = (ckpt_plan *)_ckpt_calloc(al, 1, sizeof *plan);
     if (!plan) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto fail; }
     plan->al = al ? *al : plan->al;
@@ -2240,7 +2282,10 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
         op_free = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)plan->info.n_ops + 1, sizeof(uint64_t));
         if (!op_alloc || !op_free) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
     }
-    if (r != CKPT_OK) {
+    if (r == CKPT_OK && arena_bytes > (uint64_t)SIZE_MAX) {
+        r = _CKPT_ERR(&ch->lg, CKPT_ERR_SIZE_OVERFLOW, "the arena needs %llu bytes, more than SIZE_MAX",
+                      (unsigned long long)arena_bytes);
+    } else if (r != CKPT_OK) {
         _CKPT_ERR(&ch->lg, r, "out of host memory while laying out the arena");
     } else if ((r = ch->be.alloc(ch->be.state, (size_t)(arena_bytes ? arena_bytes : 1), &arena)) != CKPT_OK) {
         _CKPT_ERR(&ch->lg, r, "the backend (%s) could not allocate the %llu-byte arena",
@@ -2277,9 +2322,9 @@ CKPT_API ckpt_result ckpt_chain_plan(ckpt_chain *ch, const ckpt_plan_desc *desc,
     if (ch->state != _CKPT_IDLE)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_chain_plan: a forward is pending; run backward first");
     r = _ckpt_plan_make(&ch->al, &ch->lg, ch->costs, ch->n, desc, &plan, &tmp);
-    if (info) *info = tmp;
+    if (r == CKPT_ERR_INFEASIBLE && info) *info = tmp;   /* what the caller needs to pick a budget */
     if (r != CKPT_OK) return r;
-    return _ckpt_chain_install(ch, plan, info);
+    return _ckpt_chain_install(ch, plan, info);         /* writes info only once installed */
 }
 
 CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops, int n_ops, ckpt_plan_info *info) {
@@ -2291,8 +2336,15 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
     if (n_ops < 0) return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_INDEX, "ckpt_chain_set_schedule: n_ops is negative");
     if (ch->state != _CKPT_IDLE)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_chain_set_schedule: a forward is pending");
-    r = ckpt_schedule_simulate(ch->costs, ch->n, ops, n_ops, &t, &p, &bad);
-    if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: op %d breaks the cost model", bad);
+    {
+        _ckpt_analysis an;
+        const char *why;
+        r = _ckpt_analyze(ch->costs, ch->n, ops, n_ops, &ch->al, 0, &an, &bad, &why);
+        if (r == CKPT_ERR_BAD_SCHEDULE)
+            return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: op %d breaks the cost model: %s", bad, why);
+        if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: out of host memory");
+        t = an.time; p = an.peak;
+    }
     plan = (ckpt_plan *)_ckpt_calloc(&ch->al, 1, sizeof *plan);
     if (plan) plan->ops = (ckpt_op *)_ckpt_malloc(&ch->al, (size_t)(n_ops + 1) * sizeof(ckpt_op));
     if (!plan || !plan->ops) {

@@ -1,6 +1,11 @@
 /* Error paths: every invalid argument gets its own code and a message naming what is wrong;
    infeasible budgets; failing callbacks in forward and backward followed by a clean step; every
    injected host or backend allocation failure returns an error and leaks nothing. */
+/* Every allocation the library makes without a desc allocator is counted: with one, none may. */
+#include <stdlib.h>
+static long default_allocs = 0;
+#define CKPT_MALLOC(sz, u) ((void)(u), default_allocs++, malloc(sz))
+#define CKPT_FREE(p, u) ((void)(u), free(p))
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 #include "../backends/ckpt_cpu.h"
@@ -191,6 +196,64 @@ static void invalid_arguments(ckpt_backend *be) {
     }
 }
 
+/* A desc allocator carries every host allocation; a stale k does not bother other policies;
+   a failed replan leaves info alone. */
+static void allocator_and_desc(void) {
+    ckpt_backend backend, *be = &backend;   /* its arena memory goes through the allocator too */
+    ckpt_cpu_desc bd;
+    ckpt_cost c[6];
+    ckpt_plan_desc pd;
+    ckpt_plan_info info;
+    ckpt_plan *plan = NULL;
+    ckpt_chain_desc cd;
+    ckpt_chain *ch = NULL;
+    int i, p;
+    long before;
+    memset(c, 0, sizeof c);
+    for (i = 0; i < 6; i++) { c[i].a = 16; c[i].t = 16; c[i].f = 1; c[i].b = 2; }
+    memset(&pd, 0, sizeof pd);
+    pd.allocator.alloc = count_alloc; pd.allocator.free = count_free;
+    pd.budget = 0;   /* no limit: every policy plans */
+    memset(&bd, 0, sizeof bd);
+    bd.allocator = pd.allocator;
+    before = default_allocs;
+    CHECK(ckpt_cpu_backend_create(&bd, be) == CKPT_OK, "backend with an allocator");
+    for (p = 0; p < CKPT_POLICY_COUNT_; p++) {
+        pd.policy = (ckpt_policy)p;
+        pd.k = 8;   /* out of range, but only every-k reads it */
+        if (p == CKPT_POLICY_EVERY_K) {
+            CHECK(ckpt_plan_create(c, 6, &pd, &plan, &info) == CKPT_ERR_BAD_K, "every-k with k 8 > n");
+            pd.k = 0;
+        }
+        CHECK(ckpt_plan_create(c, 6, &pd, &plan, &info) == CKPT_OK, "policy %s with k %d",
+              ckpt_policy_name((ckpt_policy)p), pd.k);
+        ckpt_plan_destroy(plan); plan = NULL;
+    }
+    base_desc(&cd, be);
+    cd.allocator = pd.allocator;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_OK, "create");
+    pd.policy = CKPT_POLICY_GREEDY;
+    CHECK(ckpt_chain_plan(ch, &pd, &info) == CKPT_OK, "chain plan");
+    {
+        int n_ops;
+        const ckpt_op *ops = ckpt_plan_ops(ckpt_chain_get_plan(ch), &n_ops);
+        ckpt_op copy[64];
+        ckpt_plan_info before_info = info, after;
+        memcpy(copy, ops, (size_t)n_ops * sizeof *ops);
+        CHECK(ckpt_chain_set_schedule(ch, copy, n_ops, &info) == CKPT_OK, "set_schedule");
+        CHECK(default_allocs == before, "%ld allocations bypassed the desc allocator", default_allocs - before);
+        /* failed replan: info untouched */
+        after = before_info;
+        ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_ALLOC, 1);
+        pd.policy = CKPT_POLICY_STORE_ALL; pd.budget = 0;
+        CHECK(ckpt_chain_plan(ch, &pd, &after) == CKPT_ERR_OUT_OF_DEVICE_MEMORY &&
+              memcmp(&after, &before_info, sizeof after) == 0, "a failed replan changed info");
+    }
+    ckpt_chain_destroy(ch);
+    ckpt_cpu_backend_destroy(be);
+    CHECK(live_host == 0, "leak through the desc allocator");
+}
+
 /* Every code has a distinct name and a description. */
 static void result_strings(void) {
     static const ckpt_result codes[] = {
@@ -350,6 +413,7 @@ int main(void) {
     if (ckpt_cpu_backend_create(NULL, &be) != CKPT_OK) return 1;
     result_strings();
     invalid_arguments(&be);
+    allocator_and_desc();
     infeasible(&be);
     failing_callbacks(&be);
     injected_failures(&be);

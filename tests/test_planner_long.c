@@ -3,7 +3,9 @@
    - it is never slower than every-k, sqrt or greedy, whose schedules are persistent too;
    - its smallest feasible budget is exact: planning at it works, one byte below does not;
    - its dense table and its sparse frontiers agree; with a coarse max_units it stays in budget;
-   - on chains of up to 10 stages it is never faster than the exact search over all schedules. */
+   - on chains of up to 10 stages it is never faster than the exact search over all schedules;
+   - huge budgets and coarse units neither overflow nor abort; with max_units the reported
+     smallest budget still plans; budget 0 is no limit. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
@@ -84,8 +86,11 @@ static void long_chains(void) {
             /* coarse units: still within budget, never faster than the exact plan */
             if (plan(c, n, CKPT_POLICY_OPTIMAL, budget, 50, &other, &po) == CKPT_OK) {
                 replay_ok(c, n, po, budget);
-                CHECK(other.time >= sa.time - 1e-9 && other.unit >= budget / 50, "coarse plan: time %g vs %g, unit %llu",
-                      other.time, sa.time, (unsigned long long)other.unit);
+                /* the coarse unit, or the exact one when the coarse unit found nothing */
+                CHECK(other.time >= sa.time - 1e-9 && (other.unit >= budget / 50 || unit % other.unit == 0),
+                      "coarse plan: time %g vs %g, unit %llu", other.time, sa.time, (unsigned long long)other.unit);
+                CHECK(other.min_budget == info.min_budget, "min_budget %llu with max_units, %llu without",
+                      (unsigned long long)other.min_budget, (unsigned long long)info.min_budget);
             }
             ckpt_plan_destroy(po); po = NULL;
             /* the dense table and the sparse frontiers agree */
@@ -146,7 +151,63 @@ static void short_chains(void) {
     printf("short chains: persistent optimum equals the exact one in %d of %d\n", equal, total);
 }
 
+/* Budgets at the top of the range, with and without max_units: no overflow, no abort. */
+static void huge_budgets(void) {
+    static const uint64_t budgets[] = {UINT64_MAX, (uint64_t)1 << 63, (uint64_t)1 << 40};
+    static const uint32_t units[] = {0, 2, 3, 500};
+    ckpt_cost c[12];
+    int bi, ui;
+    random_chain(c, 12, 64);
+    for (bi = 0; bi < 3; bi++)
+        for (ui = 0; ui < 4; ui++) {
+            ckpt_plan_info info;
+            ckpt_plan *pl = NULL;
+            ckpt_result r = plan(c, 12, CKPT_POLICY_OPTIMAL, budgets[bi], units[ui], &info, &pl);
+            CHECK(r == CKPT_OK && info.time == info.store_all_time, "budget %llu max_units %u: %s time %g (store-all %g)",
+                  (unsigned long long)budgets[bi], units[ui], ckpt_result_string(r), info.time, info.store_all_time);
+            if (pl) replay_ok(c, 12, pl, budgets[bi]);
+            ckpt_plan_destroy(pl);
+        }
+}
+
+/* With max_units, the reported smallest budget is one that plans. */
+static void min_budget_with_units(void) {
+    int ci;
+    for (ci = 0; ci < 40; ci++) {
+        int n = 11 + (int)(rnd() % 10);
+        ckpt_cost c[32];
+        ckpt_plan_info info, again;
+        ckpt_plan *pl = NULL;
+        uint32_t mu = 2 + (uint32_t)(rnd() % 50);
+        random_chain(c, n, 1 + rnd() % 100);
+        if (plan(c, n, CKPT_POLICY_OPTIMAL, 1, mu, &info, &pl) != CKPT_ERR_INFEASIBLE) { CHECK(0, "budget 1"); continue; }
+        CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, info.min_budget, mu, &again, &pl) == CKPT_OK, "%d stages, max_units %u: "
+              "min_budget %llu does not plan", n, mu, (unsigned long long)info.min_budget);
+        ckpt_plan_destroy(pl); pl = NULL;
+        CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, info.min_budget - 1, mu, &again, &pl) == CKPT_ERR_INFEASIBLE, "below min_budget");
+        ckpt_plan_destroy(pl);
+    }
+}
+
+/* Budget 0 means no limit, even for a policy that peaks above store-all. */
+static void budget_zero(void) {
+    ckpt_cost c[4];
+    ckpt_plan_info info;
+    ckpt_plan *pl = NULL;
+    int i;
+    memset(c, 0, sizeof c);
+    for (i = 0; i < 4; i++) { c[i].f = 1; c[i].b = 2; c[i].a = 1; c[i].t = 1; }
+    c[1].a = 100; c[1].wf = 1000;   /* recomputing stage 2 overlaps a live gradient */
+    CHECK(plan(c, 4, CKPT_POLICY_SQRT, 0, 0, &info, &pl) == CKPT_OK && info.peak > info.store_all_peak &&
+          info.budget == info.peak, "sqrt with no limit: peak %llu budget %llu store-all %llu",
+          (unsigned long long)info.peak, (unsigned long long)info.budget, (unsigned long long)info.store_all_peak);
+    ckpt_plan_destroy(pl);
+}
+
 int main(void) {
+    huge_budgets();
+    min_budget_with_units();
+    budget_zero();
     long_chains();
     short_chains();
     printf("%d passed, %d failed\n", checks - failures, failures);

@@ -987,6 +987,13 @@ int main(int argc, char **argv) {
     }
 
     memset(&pd, 0, sizeof pd);
+    if (!budget_given) {   /* the default budget is store-all's peak (0 would mean no limit) */
+        ckpt_plan_info sa;
+        pd.policy = CKPT_POLICY_STORE_ALL;
+        if (ckpt_plan_create(m.costs, m.n, &pd, &plan, &sa) == CKPT_OK) budget = sa.store_all_peak;
+        ckpt_plan_destroy(plan);
+        plan = NULL;
+    }
     pd.policy = policy;
     pd.budget = budget;
     pd.k = policy == CKPT_POLICY_EVERY_K ? k : 0;
