@@ -996,15 +996,14 @@ static ckpt_result _ckpt_sqrt_sched(const ckpt_allocator *al, const ckpt_cost *c
    added recomputation into a recomputed one (runs of recomputed stages share one checkpoint at
    their input), until the plan fits. The trajectory does not depend on the budget, so the
    smallest budget that works is the smallest peak along it. */
-typedef struct _ckpt_eval { double time; uint64_t peak; } _ckpt_eval;
-
-static ckpt_result _ckpt_eval_sched(const ckpt_allocator *al, const ckpt_cost *c, int n, const _ckpt_sched *s,
-                                    _ckpt_eval *e) {
+/* Time and peak of a schedule the planner built (so always valid). */
+static ckpt_result _ckpt_sched_eval_into(const ckpt_allocator *al, const ckpt_cost *c, int n, const _ckpt_sched *s,
+                                         double *t, uint64_t *p) {
     _ckpt_analysis an;
     const char *why;
     int bad;
     ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, al, 0, &an, &bad, &why);
-    e->time = an.time; e->peak = an.peak;
+    *t = an.time; *p = an.peak;
     CKPT_ASSERT(r != CKPT_ERR_BAD_SCHEDULE);
     return r;
 }
@@ -1023,30 +1022,31 @@ static ckpt_result _ckpt_greedy_sched(const ckpt_allocator *al, const ckpt_cost 
     unsigned char *rec = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
     unsigned char *best_rec = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
     _ckpt_sched tmp = {NULL, 0, 0};
-    _ckpt_eval cur, e;
+    double cur_t, e_t;
+    uint64_t cur_p, e_p;
     ckpt_result r = CKPT_ERR_OUT_OF_HOST_MEMORY;
     int found = 0, i;
     if (!start || !rec || !best_rec) goto done;
     if ((r = _ckpt_build_segments(al, n, start, rec, &tmp)) != CKPT_OK) goto done;
-    if ((r = _ckpt_eval_sched(al, c, n, &tmp, &cur)) != CKPT_OK) goto done;
-    *min_peak = cur.peak;
+    if ((r = _ckpt_sched_eval_into(al, c, n, &tmp, &cur_t, &cur_p)) != CKPT_OK) goto done;
+    *min_peak = cur_p;
     for (;;) {
         int best = -1;
         double best_score = -1.0;
         uint64_t best_peak = 0;
-        if (!found && cur.peak <= budget) { found = 1; memcpy(best_rec, rec, (size_t)n + 2); }
+        if (!found && cur_p <= budget) { found = 1; memcpy(best_rec, rec, (size_t)n + 2); }
         for (i = 1; i < n; i++) {
             double dt, score;
             if (rec[i]) continue;
             rec[i] = 1;
             if (_ckpt_run_start_ok(c, rec, i)) {
                 if ((r = _ckpt_build_segments(al, n, start, rec, &tmp)) != CKPT_OK ||
-                    (r = _ckpt_eval_sched(al, c, n, &tmp, &e)) != CKPT_OK) { rec[i] = 0; goto done; }
-                dt = e.time - cur.time;
+                    (r = _ckpt_sched_eval_into(al, c, n, &tmp, &e_t, &e_p)) != CKPT_OK) { rec[i] = 0; goto done; }
+                dt = e_t - cur_t;
                 /* bytes saved per unit of added time; a free recomputation scores highest */
-                score = e.peak < cur.peak ? (double)(cur.peak - e.peak) / (dt > 0 ? dt : 1e-300) : 0.0;
-                if (score > best_score || (score == best_score && e.peak < best_peak)) {
-                    best = i; best_score = score; best_peak = e.peak;
+                score = e_p < cur_p ? (double)(cur_p - e_p) / (dt > 0 ? dt : 1e-300) : 0.0;
+                if (score > best_score || (score == best_score && e_p < best_peak)) {
+                    best = i; best_score = score; best_peak = e_p;
                 }
             }
             rec[i] = 0;
@@ -1054,8 +1054,8 @@ static ckpt_result _ckpt_greedy_sched(const ckpt_allocator *al, const ckpt_cost 
         if (best < 0) break;
         rec[best] = 1;
         if ((r = _ckpt_build_segments(al, n, start, rec, &tmp)) != CKPT_OK) goto done;
-        if ((r = _ckpt_eval_sched(al, c, n, &tmp, &cur)) != CKPT_OK) goto done;
-        if (cur.peak < *min_peak) *min_peak = cur.peak;
+        if ((r = _ckpt_sched_eval_into(al, c, n, &tmp, &cur_t, &cur_p)) != CKPT_OK) goto done;
+        if (cur_p < *min_peak) *min_peak = cur_p;
     }
     r = found ? _ckpt_build_segments(al, n, start, best_rec, out) : CKPT_ERR_INFEASIBLE;
 done:
@@ -1842,14 +1842,6 @@ struct ckpt_plan {
     ckpt_op *ops;
 };
 
-static ckpt_result _ckpt_sched_eval_into(const ckpt_allocator *al, const ckpt_cost *c, int n, const _ckpt_sched *s,
-                                         double *t, uint64_t *p) {
-    _ckpt_eval e;
-    ckpt_result r = _ckpt_eval_sched(al, c, n, s, &e);
-    *t = e.time; *p = e.peak;
-    return r;
-}
-
 /* Every-k with k = 0: the k with the least time that fits (ties: smaller peak). */
 static ckpt_result _ckpt_every_k_best(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                       _ckpt_sched *out, int *k_out, uint64_t *min_peak) {
@@ -1931,8 +1923,8 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         if (n > CKPT_CUBIC_MAX_STAGES) return CKPT_ERR_TOO_COMPLEX;
         return _ckpt_greedy_sched(al, c, n, budget, s, &info->min_budget);
     case CKPT_POLICY_OPTIMAL:
+        if (budget > info->store_all_peak) budget = info->store_all_peak;   /* store-all is fastest */
         if (_ckpt_xs_size(c, n) > 0) {
-            if (budget > info->store_all_peak) budget = info->store_all_peak;   /* store-all is fastest */
             info->guarantee = CKPT_GUARANTEE_ALL_SCHEDULES;
             r = _ckpt_exact_search(al, c, n, 0, 1, s, &info->min_budget);
             if (r != CKPT_OK) return r;
@@ -1941,7 +1933,6 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         }
         if (n > CKPT_CUBIC_MAX_STAGES) return CKPT_ERR_TOO_COMPLEX;
         info->guarantee = CKPT_GUARANTEE_PERSISTENT;
-        if (budget > info->store_all_peak) budget = info->store_all_peak;   /* store-all is fastest */
         s->n_ops = 0;
         r = _ckpt_persistent(al, c, n, budget, max_units, s, &info->min_budget, &info->unit);
         /* rounded by necessity rather than by request, or found nothing in a coarse unit: make
