@@ -109,9 +109,12 @@
      compute_stream  before every callback; the result goes to ckpt_ctx.stream.
      synchronize     (stream NULL) at the end of every ckpt_backward, so that gradients are
                      complete when it returns; an error there fails the step.
-   The remaining entries (pinned memory, copies, memset, mem_info, checksum) are for offload and
-   recompute checks; the core does not call them yet. The backend must outlive every chain that
-   uses it; the chain copies the struct, not the state.
+     range_push/pop  around every scheduled operation, when set, with a label such as "F3+ attn"
+                     (forward of stage 3 keeping its tape), "F3 attn" (tape not kept) or "B3 attn".
+   The remaining entries (pinned memory, copies, memset, mem_info, checksum, copy streams,
+   events) are for offload and recompute checks and for users' own code; the core does not call
+   them yet. backends/ckpt_cuda.h and backends/ckpt_hip.h implement every entry on the GPU. The
+   backend must outlive every chain that uses it; the chain copies the struct, not the state.
 */
 #ifndef CKPT_H_INCLUDED
 #define CKPT_H_INCLUDED
@@ -169,11 +172,13 @@ extern "C" {
     X(CKPT_ERR_NO_PLAN, -14, "the chain has no plan yet (call ckpt_chain_plan first)") \
     X(CKPT_ERR_OUT_OF_ORDER, -15, "call out of order (backward without forward, or forward twice)") \
     X(CKPT_ERR_BAD_INDEX, -16, "an index is out of range") \
+    X(CKPT_ERR_BAD_ARGUMENT, -17, "an argument's value is out of its range (see the log for which)") \
     X(CKPT_ERR_INFEASIBLE, -100, "no schedule of this policy fits the budget") \
     X(CKPT_ERR_TOO_COMPLEX, -101, "the planning problem is too large for the requested policy") \
     X(CKPT_ERR_OUT_OF_HOST_MEMORY, -200, "host memory allocation failed") \
     X(CKPT_ERR_OUT_OF_DEVICE_MEMORY, -201, "device (backend) memory allocation failed") \
     X(CKPT_ERR_BACKEND, -202, "a backend operation failed") \
+    X(CKPT_ERR_NO_DEVICE, -203, "no usable GPU: no device, or no driver for it") \
     X(CKPT_ERR_CALLBACK, -300, "a stage callback returned an error") \
     X(CKPT_ERR_RNG_REPLAY, -301, "a recomputation drew different random numbers than the first forward")
 
@@ -238,17 +243,158 @@ typedef struct ckpt_backend {
     ckpt_result (*synchronize)(void *state, void *stream);
     /* free and total device bytes; NULL: unknown. */
     ckpt_result (*mem_info)(void *state, size_t *free_bytes, size_t *total_bytes);
-    /* host-side checksum of a device buffer (for recompute checks); NULL: not supported. */
+    /* ckpt_checksum of a device buffer, after the work queued on the compute stream; NULL: not
+       supported. */
     ckpt_result (*checksum)(void *state, const void *ptr, size_t bytes, uint64_t *out);
+    /* The backend's own copy stream for one direction (host-to-device or device-to-host), so that
+       copies overlap with compute; NULL (or returning NULL): copies go to the compute stream. */
+    void *(*copy_stream)(void *state, ckpt_copy_kind kind);
+    /* Events, for ordering streams and timing. event_create makes one (*out); event_record
+       records it on a stream (NULL: compute); stream_wait_event makes later work on `stream` wait
+       for the last record; event_synchronize blocks the host until that record has completed;
+       event_elapsed_ms gives the milliseconds between two completed records. All or none. */
+    ckpt_result (*event_create)(void *state, void **out);
+    void (*event_destroy)(void *state, void *event);
+    ckpt_result (*event_record)(void *state, void *event, void *stream);
+    ckpt_result (*stream_wait_event)(void *state, void *stream, void *event);
+    ckpt_result (*event_synchronize)(void *state, void *event);
+    ckpt_result (*event_elapsed_ms)(void *state, void *start, void *end, float *ms);
+    /* Profiler ranges: range_push(label) before every scheduled operation and range_pop after it
+       (NVTX on CUDA). NULL: none. The label ("F3+ name", "F3 name", "B3 name") is valid only
+       during the call. */
+    void (*range_push)(void *state, const char *label);
+    void (*range_pop)(void *state);
 } ckpt_backend;
 
 #define CKPT_ALIGN 256u   /* alignment of every arena buffer */
 
 /* >>rng ----------------------------------------------------------------------------------------
-   Philox4x32-10 (Salmon et al., Random123). ckpt_philox4x32_10 is the raw block function. A
-   ckpt_philox names a range of 128-bit blocks: block j has counter words {lo32(base + j),
-   hi32(base + j), 0, 0} and key words {lo32(key), hi32(key)}. GPU backends produce the same
-   bits for the same (key, base). */
+   Philox4x32-10 (Salmon et al., Random123). A ckpt_philox names a range of 128-bit blocks: block j
+   has counter words {lo32(base + j), hi32(base + j), 0, 0} and key words {lo32(key), hi32(key)}.
+
+   Every random bit comes from the static inline functions of this section, which are compiled for
+   the host here and for the GPU by the CUDA and HIP backends (CKPT_HD marks them __host__
+   __device__ under nvcc and hipcc). So the GPU kernels, and your own kernels if they call these
+   functions, give the same bits as the host for the same (key, counter):
+     uniform  (word >> 8) * 2^-24, exact in float, in [0, 1);
+     normal   Box-Muller on a pair of words, computed in 64-bit fixed point (log, sqrt, sin and cos
+              by integer arithmetic) and rounded to float once, at the end: identical on every
+              compiler, target and FP-contraction setting; |z| < 6.67;
+     dropout  keep = uniform >= p_drop; out = keep ? in * scale : 0 (one rounding, the product). */
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define CKPT_HD __host__ __device__
+#else
+#define CKPT_HD
+#endif
+
+/* The ten rounds of Philox4x32-10 on the counter c, in place, with key (k0, k1). */
+static inline CKPT_HD void _ckpt_philox_rounds(uint32_t c[4], uint32_t k0, uint32_t k1) {
+    int r;
+    for (r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+        c[1] = (uint32_t)p1; c[3] = (uint32_t)p0; c[0] = n0; c[2] = n2;
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    }
+}
+
+/* The 4 words of the block at counter `ctr` under `key`. */
+static inline CKPT_HD void ckpt_philox_gen(uint64_t key, uint64_t ctr, uint32_t out[4]) {
+    out[0] = (uint32_t)ctr; out[1] = (uint32_t)(ctr >> 32); out[2] = 0; out[3] = 0;
+    _ckpt_philox_rounds(out, (uint32_t)key, (uint32_t)(key >> 32));
+}
+
+/* A uniform float in [0, 1) from one word. */
+static inline CKPT_HD float ckpt_uniform_from_u32(uint32_t w) { return (float)(w >> 8) * (1.0f / 16777216.0f); }
+
+/* The high 64 bits of a 64x64-bit product, from 32-bit pieces (no 128-bit type needed). */
+static inline CKPT_HD uint64_t _ckpt_mulhi64(uint64_t a, uint64_t b) {
+    uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
+    uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0;
+    uint64_t mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
+    return a1 * b1 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+
+/* -ln(x / 2^32) in Q57 fixed point for x in [1, 2^32]: ln m = 2 atanh(s), s = (m-1)/(m+1), with
+   m = x / 2^k in [1, 2); s (at most 1/3) in Q62 by a two-step division, 16 terms of the series
+   (error below 2^-55). */
+static inline CKPT_HD uint64_t _ckpt_neglog_q57(uint64_t x) {
+    uint64_t num, den, q, rem, s, s2, term, sum;
+    int k = 0, j;
+    while ((x >> (k + 1)) != 0) k++;
+    num = (x << (32 - k)) - 0x100000000ull;                         /* (m - 1) in Q32 */
+    den = (x << (32 - k)) + 0x100000000ull;                         /* (m + 1) in Q32 */
+    q = (num << 32) / den; rem = (num << 32) % den;
+    s = (q << 30) + ((rem << 30) / den);                            /* Q62 */
+    s2 = _ckpt_mulhi64(s, s) << 2;
+    sum = term = s;
+    for (j = 3; j <= 33; j += 2) { term = _ckpt_mulhi64(term, s2) << 2; sum += term / (uint64_t)j; }
+    /* 99893036290645744 = ln 2 in Q57; 2 * sum in Q62 is ln m, shifted to Q57 */
+    return (uint64_t)(32 - k) * 99893036290645744ull - (sum >> 4);
+}
+
+static inline CKPT_HD uint64_t _ckpt_isqrt64(uint64_t v) {
+    uint64_t r = 0, bit = (uint64_t)1 << 62;
+    while (bit > v) bit >>= 2;
+    while (bit) {
+        if (v >= r + bit) { v -= r + bit; r = (r >> 1) + bit; } else r >>= 1;
+        bit >>= 2;
+    }
+    return r;
+}
+
+/* cos and sin of 2*pi*w/2^32 in Q32 (signed): octant symmetry, then Taylor series on [0, pi/4]. */
+static inline CKPT_HD void _ckpt_sincos_q32(uint32_t w, int64_t *c, int64_t *s) {
+    uint32_t oct = w >> 29, f = w & 0x1FFFFFFFu;
+    uint64_t x, x2, ts, tc, cs, sn;
+    int64_t C, S;
+    int j;
+    if (oct & 1) f = 0x20000000u - f;                               /* mirror within the octant */
+    x = ((uint64_t)f * 3373259426ull) >> 29;                        /* angle in Q32; 3373259426 = pi/4 */
+    x2 = (x * x) >> 32;
+    ts = x; sn = x; tc = 0x100000000ull; cs = tc;
+    for (j = 1; j <= 7; j++) {                                      /* x^15/15!, x^14/14! < 2^-37 */
+        ts = ((ts * x2) >> 32) / (uint64_t)((2 * j) * (2 * j + 1));
+        tc = ((tc * x2) >> 32) / (uint64_t)((2 * j - 1) * (2 * j));
+        if (j & 1) { sn -= ts; cs -= tc; } else { sn += ts; cs += tc; }
+    }
+    C = (int64_t)cs; S = (int64_t)sn;
+    switch (oct) {
+    case 0: *c = C; *s = S; break;
+    case 1: *c = S; *s = C; break;
+    case 2: *c = -S; *s = C; break;
+    case 3: *c = -C; *s = S; break;
+    case 4: *c = -C; *s = -S; break;
+    case 5: *c = -S; *s = -C; break;
+    case 6: *c = S; *s = -C; break;
+    default: *c = C; *s = -S; break;
+    }
+}
+
+/* Two independent standard normals from two words (Box-Muller: radius from w0, angle from w1).
+   The radius is sqrt(2 L) in Q29 (the square root of 2L in Q58, L = -ln u in Q57); each product with
+   |cos| or |sin| (Q32) is below 2^64 and is rounded to float once. */
+static inline CKPT_HD void ckpt_normal_from_u32(uint32_t w0, uint32_t w1, float *z0, float *z1) {
+    uint64_t r = _ckpt_isqrt64(4 * _ckpt_neglog_q57((uint64_t)w0 + 1));      /* 2L in Q58 */
+    int64_t c, s;
+    float a, b;
+    _ckpt_sincos_q32(w1, &c, &s);
+    a = (float)(r * (uint64_t)(c < 0 ? -c : c)) * (1.0f / 2305843009213693952.0f);   /* 2^-61 */
+    b = (float)(r * (uint64_t)(s < 0 ? -s : s)) * (1.0f / 2305843009213693952.0f);
+    *z0 = c < 0 ? -a : a;
+    *z1 = s < 0 ? -b : b;
+}
+
+/* The scale dropout applies to kept values: 1/(1-p_drop), or 0 when p_drop >= 1. */
+static inline CKPT_HD float ckpt_dropout_scale(float p_drop) { return p_drop < 1.0f ? 1.0f / (1.0f - p_drop) : 0.0f; }
+
+/* One dropout element: keep iff the word's uniform is >= p_drop; scale = 1 / (1 - p_drop). */
+static inline CKPT_HD float ckpt_dropout_from_u32(uint32_t w, float p_drop, float scale, float x, int *keep) {
+    *keep = ckpt_uniform_from_u32(w) >= p_drop;
+    return *keep ? x * scale : 0.0f;
+}
+
+/* The raw Philox4x32-10 block function (the Random123 reference interface). */
 CKPT_API void ckpt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 
 typedef struct ckpt_philox {
@@ -265,10 +411,26 @@ CKPT_API uint32_t ckpt_philox_u32(const ckpt_philox *p, uint64_t k);
 CKPT_API float ckpt_philox_uniform(const ckpt_philox *p, uint64_t k);
 /* Fill n floats with uniforms (word i -> out[i]). Needs a range of at least ceil(n/4) blocks. */
 CKPT_API void ckpt_philox_fill_uniform(const ckpt_philox *p, float *out, size_t n);
+/* Fill n floats with standard normals: block j gives out[4j..4j+3] from its word pairs (0,1) and
+   (2,3) by ckpt_normal_from_u32. Needs ceil(n/4) blocks. */
+CKPT_API void ckpt_philox_fill_normal(const ckpt_philox *p, float *out, size_t n);
 /* Dropout: out[i] = keep ? in[i] * scale : 0 with keep = uniform(i) >= p_drop, scale =
-   1/(1-p_drop); mask[i] (optional) gets 1 or 0. in and out may alias. */
+   1/(1-p_drop) (0 when p_drop >= 1); mask[i] (optional) gets 1 or 0. in and out may alias. The
+   backward of dropout is the same call on the gradient with the same range. */
 CKPT_API void ckpt_philox_dropout(const ckpt_philox *p, float p_drop, const float *in, float *out,
                                   uint8_t *mask, size_t n);
+
+/* >>checksum -----------------------------------------------------------------------------------
+   The checksum every backend computes (host here, a kernel on the GPU): the buffer is cut into
+   chunks of CKPT_CHECKSUM_CHUNK bytes (the last may be shorter); each chunk gets FNV-1a-64 over
+   its bytes; the result folds the chunk hashes in order, h = (h ^ chunk_hash) * FNV_PRIME from
+   the FNV offset basis, and finally the byte count the same way. Chunks let a GPU hash them in
+   parallel; the result depends on every byte and on their order. */
+#define CKPT_CHECKSUM_CHUNK 4096u
+#define CKPT_FNV_BASIS 1469598103934665603ull
+#define CKPT_FNV_PRIME 1099511628211ull
+static inline CKPT_HD uint64_t ckpt_fnv1a_step(uint64_t h, uint64_t v) { return (h ^ v) * CKPT_FNV_PRIME; }
+CKPT_API uint64_t ckpt_checksum(const void *ptr, size_t bytes);
 
 /* >>stages ------------------------------------------------------------------------------------- */
 typedef enum ckpt_mode {
@@ -596,61 +758,69 @@ static ckpt_result _ckpt_report(const ckpt_logger *lg, ckpt_result item, const c
 /* Logs and evaluates to the result, so "return _CKPT_ERR(lg, CODE, ...)" reports and fails. */
 #define _CKPT_ERR(lg, code, ...) _ckpt_report((lg), (code), __FILE__, __LINE__, __VA_ARGS__)
 
-/* >>rng (implementation): Philox4x32-10 */
-static uint32_t _ckpt_mulhilo(uint32_t a, uint32_t b, uint32_t *hi) {
-    uint64_t p = (uint64_t)a * (uint64_t)b;
-    *hi = (uint32_t)(p >> 32);
-    return (uint32_t)p;
-}
+/* >>rng (implementation): the host side of the functions declared inline above */
 CKPT_API void ckpt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
-    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
-    int r;
-    for (r = 0; r < 10; r++) {
-        uint32_t hi0, hi1;
-        uint32_t lo0 = _ckpt_mulhilo(0xD2511F53u, c0, &hi0);
-        uint32_t lo1 = _ckpt_mulhilo(0xCD9E8D57u, c2, &hi1);
-        c0 = hi1 ^ c1 ^ k0; c1 = lo1; c2 = hi0 ^ c3 ^ k1; c3 = lo0;
-        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
-    }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+    out[0] = ctr[0]; out[1] = ctr[1]; out[2] = ctr[2]; out[3] = ctr[3];
+    _ckpt_philox_rounds(out, key[0], key[1]);
 }
 CKPT_API void ckpt_philox_block(const ckpt_philox *p, uint64_t j, uint32_t out[4]) {
-    uint64_t c = p->base + j;
-    uint32_t ctr[4], key[2];
-    ctr[0] = (uint32_t)c; ctr[1] = (uint32_t)(c >> 32); ctr[2] = 0; ctr[3] = 0;
-    key[0] = (uint32_t)p->key; key[1] = (uint32_t)(p->key >> 32);
-    ckpt_philox4x32_10(ctr, key, out);
+    ckpt_philox_gen(p->key, p->base + j, out);
 }
 CKPT_API uint32_t ckpt_philox_u32(const ckpt_philox *p, uint64_t k) {
     uint32_t w[4];
-    ckpt_philox_block(p, k >> 2, w);
+    ckpt_philox_gen(p->key, p->base + (k >> 2), w);
     return w[k & 3];
 }
-static float _ckpt_u32_to_uniform(uint32_t w) { return (float)(w >> 8) * (1.0f / 16777216.0f); }
 CKPT_API float ckpt_philox_uniform(const ckpt_philox *p, uint64_t k) {
-    return _ckpt_u32_to_uniform(ckpt_philox_u32(p, k));
+    return ckpt_uniform_from_u32(ckpt_philox_u32(p, k));
 }
 CKPT_API void ckpt_philox_fill_uniform(const ckpt_philox *p, float *out, size_t n) {
     size_t i, j;
     uint32_t w[4];
     for (i = 0; i < n; i += 4) {
-        ckpt_philox_block(p, i >> 2, w);
-        for (j = 0; j < 4 && i + j < n; j++) out[i + j] = _ckpt_u32_to_uniform(w[j]);
+        ckpt_philox_gen(p->key, p->base + (i >> 2), w);
+        for (j = 0; j < 4 && i + j < n; j++) out[i + j] = ckpt_uniform_from_u32(w[j]);
+    }
+}
+CKPT_API void ckpt_philox_fill_normal(const ckpt_philox *p, float *out, size_t n) {
+    size_t i, j;
+    uint32_t w[4];
+    float z[4];
+    for (i = 0; i < n; i += 4) {
+        ckpt_philox_gen(p->key, p->base + (i >> 2), w);
+        ckpt_normal_from_u32(w[0], w[1], &z[0], &z[1]);
+        ckpt_normal_from_u32(w[2], w[3], &z[2], &z[3]);
+        for (j = 0; j < 4 && i + j < n; j++) out[i + j] = z[j];
     }
 }
 CKPT_API void ckpt_philox_dropout(const ckpt_philox *p, float p_drop, const float *in, float *out,
                                   uint8_t *mask, size_t n) {
-    float scale = p_drop < 1.0f ? 1.0f / (1.0f - p_drop) : 0.0f;
+    float scale = ckpt_dropout_scale(p_drop);
     size_t i, j;
     uint32_t w[4];
     for (i = 0; i < n; i += 4) {
-        ckpt_philox_block(p, i >> 2, w);
+        ckpt_philox_gen(p->key, p->base + (i >> 2), w);
         for (j = 0; j < 4 && i + j < n; j++) {
-            int keep = _ckpt_u32_to_uniform(w[j]) >= p_drop;
-            out[i + j] = keep ? in[i + j] * scale : 0.0f;
+            int keep;
+            out[i + j] = ckpt_dropout_from_u32(w[j], p_drop, scale, in[i + j], &keep);
             if (mask) mask[i + j] = (uint8_t)keep;
         }
     }
+}
+
+/* >>checksum (implementation) */
+CKPT_API uint64_t ckpt_checksum(const void *ptr, size_t bytes) {
+    const unsigned char *p = (const unsigned char *)ptr;
+    uint64_t h = CKPT_FNV_BASIS;
+    size_t off = 0;
+    while (off < bytes) {
+        size_t len = bytes - off < CKPT_CHECKSUM_CHUNK ? bytes - off : CKPT_CHECKSUM_CHUNK, i;
+        uint64_t c = CKPT_FNV_BASIS;
+        for (i = 0; i < len; i++) c = ckpt_fnv1a_step(c, p[off + i]);
+        h = ckpt_fnv1a_step(h, c);
+        off += len;
+    }
+    return ckpt_fnv1a_step(h, (uint64_t)bytes);
 }
 
 /* >>layout (implementation) */
@@ -2457,6 +2627,14 @@ static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, cons
     return r == CKPT_OK ? CKPT_OK : _ckpt_fail_stage(ch, i, "backward", r);
 }
 
+/* Names the operation for a profiler: "F3+ name", "F3 name" or "B3 name" (1-based stage). */
+static void _ckpt_range_push(ckpt_chain *ch, const ckpt_op *op) {
+    char label[96];
+    snprintf(label, sizeof label, "%c%d%s %s", op->kind == CKPT_OP_F ? 'F' : 'B', op->stage,
+             op->kind == CKPT_OP_F && op->tape ? "+" : "", _ckpt_stage_name(ch, op->stage - 1));
+    ch->be.range_push(ch->be.state, label);
+}
+
 /* Runs ops [from, to); the live-byte count is kept as the executor hands out and retires buffers. */
 static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *gout, void *gin, uint64_t *live) {
     int k;
@@ -2465,8 +2643,10 @@ static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *g
         ckpt_result r;
         *live += ch->op_alloc[k];
         if (*live > ch->stats.measured_peak) ch->stats.measured_peak = *live;
+        if (ch->be.range_push) _ckpt_range_push(ch, op);
         r = op->kind == CKPT_OP_F ? _ckpt_run_forward_op(ch, op, &ch->an.instr[k])
                                   : _ckpt_run_backward_op(ch, op, &ch->an.instr[k], gout, gin);
+        if (ch->be.range_pop) ch->be.range_pop(ch->be.state);
         if (r != CKPT_OK) return r;
         *live -= ch->op_free[k];
         ch->stats.ops_run++;

@@ -65,6 +65,8 @@ CKPT_API ckpt_result ckpt_cpu_get_stats(const ckpt_backend *backend, ckpt_cpu_st
 #if defined(CKPT_IMPLEMENTATION) && !defined(CKPT_CPU_IMPLEMENTATION_DONE)
 #define CKPT_CPU_IMPLEMENTATION_DONE
 
+#include <time.h>
+
 #define _CKPT_CPU_MAGIC 0x43505521u   /* "CPU!": tells a CPU backend's state from others */
 
 typedef struct _ckpt_cpu_state {
@@ -146,14 +148,48 @@ static ckpt_result _ckpt_cpu_memset(void *state, void *dst, int value, size_t by
 static ckpt_result _ckpt_cpu_sync(void *state, void *stream) { _CKPT_UNUSED(state); _CKPT_UNUSED(stream); return CKPT_OK; }
 static void *_ckpt_cpu_stream(void *state) { _CKPT_UNUSED(state); return NULL; }
 
-/* FNV-1a, 64-bit: the same checksum the GPU backends compute. */
+/* ckpt_checksum: the same bits the GPU backends' checksum kernel gives. */
 static ckpt_result _ckpt_cpu_checksum(void *state, const void *ptr, size_t bytes, uint64_t *out) {
-    const unsigned char *p = (const unsigned char *)ptr;
-    uint64_t h = 1469598103934665603ull;
-    size_t i;
     _CKPT_UNUSED(state);
-    for (i = 0; i < bytes; i++) { h ^= p[i]; h *= 1099511628211ull; }
-    *out = h;
+    *out = ckpt_checksum(ptr, bytes);
+    return CKPT_OK;
+}
+
+/* Events: the CPU runs everything synchronously, so an event is complete once recorded; it keeps
+   the wall-clock time of its last record for event_elapsed_ms. */
+typedef struct _ckpt_cpu_event { double t; int recorded; } _ckpt_cpu_event;
+
+static ckpt_result _ckpt_cpu_event_create(void *state, void **out) {
+    _ckpt_cpu_state *s = (_ckpt_cpu_state *)state;
+    *out = _ckpt_calloc(&s->al, 1, sizeof(_ckpt_cpu_event));
+    return *out ? CKPT_OK : _CKPT_ERR(&s->lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "cpu backend: no memory for an event");
+}
+static void _ckpt_cpu_event_destroy(void *state, void *ev) {
+    if (ev) _ckpt_free(&((_ckpt_cpu_state *)state)->al, ev);
+}
+static ckpt_result _ckpt_cpu_event_record(void *state, void *ev, void *stream) {
+    struct timespec ts;
+    _CKPT_UNUSED(state); _CKPT_UNUSED(stream);
+    if (!ev) return CKPT_ERR_NULL_ARGUMENT;
+    timespec_get(&ts, TIME_UTC);
+    ((_ckpt_cpu_event *)ev)->t = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+    ((_ckpt_cpu_event *)ev)->recorded = 1;
+    return CKPT_OK;
+}
+static ckpt_result _ckpt_cpu_event_wait(void *state, void *stream, void *ev) {
+    _CKPT_UNUSED(state); _CKPT_UNUSED(stream);
+    return ev ? CKPT_OK : CKPT_ERR_NULL_ARGUMENT;
+}
+static ckpt_result _ckpt_cpu_event_sync(void *state, void *ev) {
+    _CKPT_UNUSED(state);
+    return ev ? CKPT_OK : CKPT_ERR_NULL_ARGUMENT;
+}
+static ckpt_result _ckpt_cpu_event_elapsed(void *state, void *a, void *b, float *ms) {
+    const _ckpt_cpu_event *x = (const _ckpt_cpu_event *)a, *y = (const _ckpt_cpu_event *)b;
+    if (!x || !y || !ms) return CKPT_ERR_NULL_ARGUMENT;
+    if (!x->recorded || !y->recorded)
+        return _CKPT_ERR(&((_ckpt_cpu_state *)state)->lg, CKPT_ERR_BACKEND, "cpu backend: elapsed time of an event never recorded");
+    *ms = (float)(y->t - x->t);
     return CKPT_OK;
 }
 
@@ -184,6 +220,12 @@ CKPT_API ckpt_result ckpt_cpu_backend_create(const ckpt_cpu_desc *desc, ckpt_bac
     out->synchronize = _ckpt_cpu_sync;
     out->mem_info = NULL;
     out->checksum = _ckpt_cpu_checksum;
+    out->event_create = _ckpt_cpu_event_create;
+    out->event_destroy = _ckpt_cpu_event_destroy;
+    out->event_record = _ckpt_cpu_event_record;
+    out->stream_wait_event = _ckpt_cpu_event_wait;
+    out->event_synchronize = _ckpt_cpu_event_sync;
+    out->event_elapsed_ms = _ckpt_cpu_event_elapsed;
     return CKPT_OK;
 }
 

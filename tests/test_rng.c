@@ -1,10 +1,13 @@
 /* RNG: Philox4x32-10 against the Random123 known-answer vectors; ranges drawn in a first forward
    replayed exactly in every recomputation; user generators saved and restored around each
-   recomputation through the hooks; a recomputation that draws differently is an error. */
+   recomputation through the hooks; a recomputation that draws differently is an error. The
+   fixed-point normal against libm's Box-Muller in double, and its moments; the chunked checksum
+   against a direct transcription of its definition. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 #include "../backends/ckpt_cpu.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -177,10 +180,104 @@ static void replay(void) {
     ckpt_cpu_backend_destroy(&be);
 }
 
+/* normal: each value within 4e-7 (half a float ulp at |z| < 8) of Box-Muller in double from the same words; moments of 400k
+   draws; fill_normal is the pairwise function on blocks. */
+static void normal_accuracy(void) {
+    static float z[400000];
+    ckpt_philox p;
+    double worst = 0, sum = 0, sum2 = 0, sum4 = 0, maxabs = 0;
+    int i, tail = 0;
+    uint32_t w[4];
+    /* edge words: u = 1 (w0 = 2^32-1 gives x = 2^32), the smallest u, every octant boundary */
+    static const uint32_t edge0[] = {0u, 1u, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu};
+    for (i = 0; i < 6 * 9; i++) {
+        uint32_t w0 = edge0[i % 6], w1 = (uint32_t)(i / 6) * 0x20000000u - (i / 6 == 8 ? 1u : 0u);
+        double r = sqrt(-2.0 * log(((double)w0 + 1.0) / 4294967296.0)), th = 6.283185307179586 * (double)w1 / 4294967296.0;
+        float z0, z1;
+        ckpt_normal_from_u32(w0, w1, &z0, &z1);
+        CHECK(fabs(z0 - r * cos(th)) < 4e-7 && fabs(z1 - r * sin(th)) < 4e-7, "edge w0=%08x w1=%08x: %.9g %.9g want %.9g %.9g",
+              w0, w1, (double)z0, (double)z1, r * cos(th), r * sin(th));
+    }
+    p.key = 99; p.base = 5; p.count = 100000;
+    for (i = 0; i < 100000; i++) {
+        int j;
+        ckpt_philox_block(&p, (uint64_t)i, w);
+        for (j = 0; j < 4; j += 2) {
+            double r = sqrt(-2.0 * log(((double)w[j] + 1.0) / 4294967296.0));
+            double th = 6.283185307179586 * (double)w[j + 1] / 4294967296.0;
+            float z0, z1;
+            double e0, e1;
+            ckpt_normal_from_u32(w[j], w[j + 1], &z0, &z1);
+            e0 = fabs(z0 - r * cos(th)); e1 = fabs(z1 - r * sin(th));
+            if (e0 > worst) worst = e0;
+            if (e1 > worst) worst = e1;
+        }
+    }
+    CHECK(worst < 4e-7, "fixed-point normal differs from double Box-Muller by %g", worst);
+    ckpt_philox_fill_normal(&p, z, 400000);
+    for (i = 0; i < 400000; i++) {
+        double v = z[i];
+        sum += v; sum2 += v * v; sum4 += v * v * v * v;
+        if (fabs(v) > maxabs) maxabs = fabs(v);
+        if (fabs(v) > 1.959964) tail++;
+    }
+    sum /= 400000; sum2 /= 400000; sum4 /= 400000;
+    CHECK(fabs(sum) < 0.006 && fabs(sum2 - 1) < 0.01 && fabs(sum4 - 3) < 0.06,
+          "normal moments: mean %g, var %g, 4th %g", sum, sum2, sum4);
+    CHECK(tail > 19200 && tail < 20800, "%d of 400000 beyond 1.96 (expect about 20000)", tail);
+    CHECK(maxabs < 6.67, "max |z| %g", maxabs);
+    {
+        float pair[4], odd[7];
+        ckpt_philox_block(&p, 1, w);
+        ckpt_normal_from_u32(w[2], w[3], &pair[2], &pair[3]);
+        CHECK(z[6] == pair[2] && z[7] == pair[3], "fill_normal[6..7] is not block 1 words 2,3");
+        ckpt_philox_fill_normal(&p, odd, 7);
+        CHECK(memcmp(odd, z, sizeof odd) == 0, "a short fill differs from the long one's prefix");
+    }
+    printf("normal: worst difference from double Box-Muller %.3g, max |z| %.4f\n", worst, maxabs);
+}
+
+/* checksum: the definition written out directly; every byte and its position matter */
+static uint64_t checksum_ref(const unsigned char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    size_t c;
+    for (c = 0; c * 4096 < n; c++) {
+        uint64_t hc = 1469598103934665603ull;
+        size_t i;
+        for (i = c * 4096; i < n && i < (c + 1) * 4096; i++) { hc ^= p[i]; hc *= 1099511628211ull; }
+        h ^= hc; h *= 1099511628211ull;
+    }
+    h ^= (uint64_t)n; h *= 1099511628211ull;
+    return h;
+}
+static void checksum(void) {
+    static unsigned char buf[3 * 4096 + 123];
+    static const size_t sizes[] = {0, 1, 7, 4095, 4096, 4097, 8192, 3 * 4096 + 123};
+    ckpt_backend be;
+    size_t i;
+    uint64_t a, b;
+    for (i = 0; i < sizeof buf; i++) buf[i] = (unsigned char)(i * 131u + (i >> 7));
+    for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        CHECK(ckpt_checksum(buf, sizes[i]) == checksum_ref(buf, sizes[i]), "checksum of %zu bytes", sizes[i]);
+    CHECK(ckpt_checksum(buf, 0) != ckpt_checksum(buf, 1), "length not mixed in");
+    a = ckpt_checksum(buf, sizeof buf);
+    buf[5000] ^= 1;
+    CHECK(ckpt_checksum(buf, sizeof buf) != a, "one flipped bit went unnoticed");
+    buf[5000] ^= 1;
+    { unsigned char t = buf[10]; buf[10] = buf[4096 + 10]; buf[4096 + 10] = t; }
+    b = ckpt_checksum(buf, sizeof buf);
+    CHECK(b != a || buf[10] == buf[4096 + 10], "swapping bytes across chunks went unnoticed");
+    ckpt_cpu_backend_create(NULL, &be);
+    CHECK(be.checksum(be.state, buf, sizeof buf, &a) == CKPT_OK && a == b, "the CPU backend's checksum is ckpt_checksum");
+    ckpt_cpu_backend_destroy(&be);
+}
+
 int main(void) {
     kat();
     dropout_stats();
     replay();
+    normal_accuracy();
+    checksum();
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }
