@@ -143,6 +143,102 @@ for cxx in "${cxx_compilers[@]}"; do
     fi
 done
 
+# --- GPU backend headers -----------------------------------------------------------------------------
+# The declarations of ckpt_cuda.h and ckpt_hip.h need no GPU header: every C and C++ compiler takes
+# them. Their implementations refuse any compiler but nvcc / hipcc, with a message saying so.
+cat > "$work/gpu_user.c" <<'EOF'
+#include "backends/ckpt_cuda.h"
+#include "backends/ckpt_hip.h"
+#include <string.h>
+int gpu_user(ckpt_backend *be);
+int gpu_user(ckpt_backend *be) {
+    ckpt_cuda_desc c;
+    ckpt_hip_desc h;
+    memset(&c, 0, sizeof c);
+    memset(&h, 0, sizeof h);
+    return (int)ckpt_cuda_backend_create(&c, be) + (int)ckpt_hip_backend_create(&h, be);
+}
+EOF
+printf '#define CKPT_CUDA_IMPLEMENTATION\n#include "backends/ckpt_cuda.h"\n' > "$work/cuda_guard.c"
+printf '#define CKPT_HIP_IMPLEMENTATION\n#include "backends/ckpt_hip.h"\n' > "$work/hip_guard.c"
+
+# must_refuse COMPILER ARGS...: the compile fails and says which compiler it needs.
+must_refuse() {
+    local out
+    if out=$("$@" -c -o /dev/null 2>&1); then echo "compiled, but must not"; return 1; fi
+    echo "$out" | grep -q "must be compiled by" || { echo "$out"; return 1; }
+}
+
+for cc in "${c_compilers[@]}"; do
+    command -v "$cc" > /dev/null 2>&1 || continue
+    check "$cc c11 gpu-headers" "$cc" "${c_mode[@]}" "${flags[@]}" -c gpu_user.c -o "gpu_$cc.o"
+    check "$cc refuses cuda impl" must_refuse "$cc" "${c_mode[@]}" "${flags[@]}" cuda_guard.c
+    check "$cc refuses hip impl" must_refuse "$cc" "${c_mode[@]}" "${flags[@]}" hip_guard.c
+done
+for cxx in "${cxx_compilers[@]}"; do
+    command -v "$cxx" > /dev/null 2>&1 || continue
+    check "$cxx c++17 gpu-headers" "$cxx" "${cxx_mode[@]}" "${flags[@]}" -c gpu_user.c -o "gpu_$cxx.o"
+done
+
+# nvcc / hipcc: the core and the backend in one .cu (also with CKPT_STATIC); and the backend alone
+# in its object, linked into a program whose other files the C compiler built, by the C compiler
+# with -lstdc++ (what the headers' documentation tells users to do).
+cat > "$work/gpu_main.c" <<'EOF'
+#include "ckpt.h"
+#include <stdio.h>
+#ifdef USE_HIP
+#include "backends/ckpt_hip.h"
+#define COUNT ckpt_hip_device_count
+#else
+#include "backends/ckpt_cuda.h"
+#define COUNT ckpt_cuda_device_count
+#endif
+int main(void) {
+    int n = -1;
+    ckpt_result r = COUNT(&n);
+    printf("%s, %d devices\n", ckpt_result_string(r), n);
+    return r == CKPT_OK || r == CKPT_ERR_NO_DEVICE ? 0 : 1;
+}
+EOF
+printf '#define CKPT_IMPLEMENTATION\n#include "ckpt.h"\n' > "$work/core.c"
+printf '#define CKPT_CUDA_IMPLEMENTATION\n#include "backends/ckpt_cuda.h"\n' > "$work/cuda_impl.cu"
+printf '#define CKPT_HIP_IMPLEMENTATION\n#include "backends/ckpt_hip.h"\n' > "$work/hip_impl.hip"
+{ printf '#define CKPT_IMPLEMENTATION\n#define CKPT_CUDA_IMPLEMENTATION\n'; cat "$work/gpu_main.c"; } > "$work/cuda_one.cu"
+{ printf '#define CKPT_IMPLEMENTATION\n#define CKPT_HIP_IMPLEMENTATION\n#define USE_HIP\n'; cat "$work/gpu_main.c"; } > "$work/hip_one.hip"
+
+# c_link_gpu NAME DEFINE LIBS...: gpu_main.c and core.c by gcc, linked by gcc with the GPU object.
+c_link_gpu() {
+    local name=$1 def=$2 obj=$3; shift 3
+    gcc "${c_mode[@]}" "${flags[@]}" -c core.c -o "core_$name.o" &&
+        gcc "${c_mode[@]}" "${flags[@]}" $def -c gpu_main.c -o "main_$name.o" &&
+        gcc "main_$name.o" "core_$name.o" "$obj" "$@" -o "$name" && "./$name" > /dev/null
+}
+
+nvcc_bin=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if [ -x "$nvcc_bin" ]; then
+    cuda_lib=$(dirname "$(dirname "$nvcc_bin")")/lib64
+    nv_flags=(-std=c++17 -Xcompiler=-Wall,-Wextra -Werror=all-warnings -I"$root")
+    check "nvcc one-tu" build_and_run cuda_one "$nvcc_bin" "${nv_flags[@]}" cuda_one.cu
+    check "nvcc static" build_and_run cuda_static "$nvcc_bin" "${nv_flags[@]}" -DCKPT_STATIC cuda_one.cu
+    check "nvcc impl" "$nvcc_bin" "${nv_flags[@]}" -c cuda_impl.cu -o cuda_impl.o
+    check "gcc + nvcc object" c_link_gpu gpu_c_cuda "" cuda_impl.o -L"$cuda_lib" -lcudart -lstdc++
+else
+    echo "SKIP nvcc (not installed)"
+    skipped=$((skipped + 1))
+fi
+
+hipcc_bin=${HIPCC:-$(command -v hipcc || true)}
+if [ -n "$hipcc_bin" ] && [ -x "$hipcc_bin" ]; then
+    hip_flags=(--offload-arch="${HIP_ARCH:-gfx90a}" -std=c++17 -Wall -Wextra -Werror -I"$root")
+    check "hipcc one-tu" build_and_run hip_one "$hipcc_bin" "${hip_flags[@]}" hip_one.hip
+    check "hipcc static" build_and_run hip_static "$hipcc_bin" "${hip_flags[@]}" -DCKPT_STATIC hip_one.hip
+    check "hipcc impl" "$hipcc_bin" "${hip_flags[@]}" -c hip_impl.hip -o hip_impl.o
+    check "gcc + hipcc object" c_link_gpu gpu_c_hip -DUSE_HIP hip_impl.o -lamdhip64 -lstdc++
+else
+    echo "SKIP hipcc (not installed)"
+    skipped=$((skipped + 1))
+fi
+
 if [ $((passed + failed)) -eq 0 ]; then
     echo "no compiler found"
     echo "0 passed, 0 failed, $skipped skipped"

@@ -1,0 +1,391 @@
+#!/usr/bin/env python3
+"""torch_checkpoint.py -- the MLP stack of examples/mlp_cuda.cu in PyTorch, under
+torch.utils.checkpoint.checkpoint_sequential: the baseline for ckpt.h's time/memory trade-off.
+
+The model (the same as examples/mlp_cpu.c and examples/mlp_cuda.cu): L blocks on activations of
+N rows by C columns, each
+
+    y = x + Dropout(W2 * GELU(W1 * LN(x) + b1) + b2)        (hidden width H = 4C)
+
+with GELU in its tanh approximation, LayerNorm eps 1e-5, FP32, MSE loss against a fixed random
+teacher of the same shape (no dropout), plain SGD. Initialisation follows the C example in
+distribution (LN gain 1; W1 ~ N(0, 1/C); W2 ~ N(0, 0.01/H) for the student, N(0, 1/H) for the
+teacher; biases 0 for the student, N(0, 0.01) for the teacher), not bit for bit: the C example
+draws from ckpt.h's Philox, this script from torch's generator. The gradient of the chain's
+input is computed too, as the C example does (ckpt_backward with a grad_in buffer).
+
+What it measures, for store-all (plain forward and backward) and then for
+checkpoint_sequential(blocks, segments, x, use_reentrant=False) at every segment count 1..L
+(or the --segments list):
+
+  step ms          median over --steps steps (after --warmup) of one training step: zero the
+                   gradients, forward, loss, backward, SGD update; torch.cuda.synchronize() before
+                   and after each timed step on CUDA.
+  time ratio       step ms / store-all's step ms.
+  activation B     torch.cuda.max_memory_allocated() during a step minus
+                   torch.cuda.memory_allocated() just before it (reset_peak_memory_stats() before
+                   every measured step; the largest over the measured steps). Parameters,
+                   gradients (kept allocated: zeroed, never set to None), the input, its gradient
+                   and the teacher's target are allocated before the step, so this is the step's
+                   activation memory: saved tensors, block outputs, recomputation and autograd
+                   temporaries. "n/a" on the CPU.
+  memory ratio     activation B / store-all's activation B.
+  grads equal      whether every parameter gradient (and the input gradient) after one step from
+                   the initial weights, with the same RNG seed, is torch.equal to store-all's.
+                   Dropout masks are reproduced in the recomputation by preserve_rng_state=True
+                   (the default); whether the result is bit-identical is PyTorch's business and is
+                   reported as found.
+
+checkpoint_sequential's semantics, which decide what it can reach: the blocks are split into
+`segments` runs of L // segments blocks, the last run takes the remainder, and the last run is
+never checkpointed (it stores all its activations; its input is saved by the checkpoint before
+it). So segments=1 checkpoints nothing (the same schedule as store-all) and segments=L
+checkpoints every block but the last; the other segment boundaries are the only tensors kept
+between forward and backward.
+
+Run on a GPU (from the repository root; needs a CUDA build of PyTorch):
+
+    python3 bench/torch_checkpoint.py --device cuda --width 768 --depth 12 --batch 8192 \\
+        --dropout 0.1 --steps 20 --warmup 3 [--tf32] [--csv]
+
+Reading it against bench/mlp_gpu_bench (ckpt.h's side): pass both the same --width --depth
+--batch --dropout and the same model is built (same parameter and activation sizes). The
+comparison is of ratios, each system against its own store-all run, so kernel quality does not
+decide it: plot (memory ratio, time ratio) for both. For every PyTorch row, find ckpt.h's run at
+the same or a lower memory ratio; ckpt.h wins that point if its time ratio is lower. Memory ratios
+below this table's smallest are ones checkpoint_sequential cannot reach at any segment count. The
+two memory figures are defined a little differently (ckpt.h: its arena's peak, i.e. chain
+inputs, outputs, tapes and workspace; PyTorch: every byte the caching allocator hands out during
+the step, rounded to its 512-byte blocks, including temporaries such as the loss gradient and the
+per-step parameter gradients before they are accumulated), which is one more reason to compare
+ratios and not bytes.
+
+On --device cpu it runs too (time only; memory columns "n/a"), for smoke tests:
+
+    python3 bench/torch_checkpoint.py --device cpu --width 64 --depth 6 --batch 32 \\
+        --steps 3 --warmup 1
+
+PyTorch versions: checkpoint_sequential takes use_reentrant only from PyTorch 2.0 on (1.11-1.13
+accept it on checkpoint() but checkpoint_sequential rejects it with "Unexpected keyword
+arguments"). There this script runs a line-for-line replica of checkpoint_sequential (the same
+segment split, the last segment not checkpointed) built on checkpoint(..., use_reentrant=False),
+which is what checkpoint_sequential does in 2.x, and says so in its header. Before 1.11 there is
+no non-reentrant checkpoint at all; the script then uses the reentrant one and says so.
+"""
+
+import argparse
+import inspect
+import math
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.utils.checkpoint as tuc
+
+
+# ---- the model ---------------------------------------------------------------------------------
+
+class GeluTanh(nn.Module):
+    """GELU, tanh approximation, for PyTorch before 1.12 (no nn.GELU(approximate='tanh'))."""
+
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def make_gelu():
+    try:
+        return nn.GELU(approximate="tanh")
+    except TypeError:
+        return GeluTanh()
+
+
+class Block(nn.Module):
+    """y = x + Dropout(W2 * GELU(W1 * LN(x) + b1) + b2)."""
+
+    def __init__(self, C, p_drop):
+        super().__init__()
+        H = 4 * C
+        self.ln = nn.LayerNorm(C, eps=1e-5)
+        self.fc1 = nn.Linear(C, H)
+        self.act = make_gelu()
+        self.fc2 = nn.Linear(H, C)
+        # p = 0: no dropout at all, as the C example (no RNG, no mask) does.
+        self.drop = nn.Dropout(p_drop) if p_drop > 0.0 else nn.Identity()
+
+    def forward(self, x):
+        return x + self.drop(self.fc2(self.act(self.fc1(self.ln(x)))))
+
+
+@torch.no_grad()
+def init_blocks(blocks, gen, w2_scale, bias_std):
+    """LN gain 1; W1 ~ N(0, 1/C), W2 ~ N(0, w2_scale^2/H); biases (LN's too) ~ N(0, bias_std^2)."""
+    def randn(t, std):
+        t.copy_(torch.randn(t.shape, generator=gen) * std)
+
+    for b in blocks:
+        C, H = b.fc1.in_features, b.fc1.out_features
+        b.ln.weight.fill_(1.0)
+        randn(b.ln.bias, bias_std)
+        randn(b.fc1.weight, 1.0 / math.sqrt(C))
+        randn(b.fc1.bias, bias_std)
+        randn(b.fc2.weight, w2_scale / math.sqrt(H))
+        randn(b.fc2.bias, bias_std)
+
+
+# ---- checkpoint_sequential, non-reentrant ------------------------------------------------------
+
+def _has_param(fn, name):
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def checkpoint_sequential_replica(functions, segments, input, use_reentrant, preserve_rng_state):
+    """torch.utils.checkpoint.checkpoint_sequential as in PyTorch 2.x, line for line, for the
+    versions whose checkpoint_sequential has no use_reentrant (1.11-1.13)."""
+    def run_function(start, end, functions):
+        def forward(input):
+            for j in range(start, end + 1):
+                input = functions[j](input)
+            return input
+        return forward
+
+    if isinstance(functions, torch.nn.Sequential):
+        functions = list(functions.children())
+    segment_size = len(functions) // segments
+    # the last chunk has to be non-volatile
+    end = -1
+    for start in range(0, segment_size * (segments - 1), segment_size):
+        end = start + segment_size - 1
+        input = tuc.checkpoint(run_function(start, end, functions), input,
+                               use_reentrant=use_reentrant, preserve_rng_state=preserve_rng_state)
+    return run_function(end + 1, len(functions) - 1, functions)(input)
+
+
+def pick_checkpoint_sequential():
+    """(function(blocks, segments, x), description) for checkpoint_sequential, non-reentrant
+    where this PyTorch has it."""
+    if _has_param(tuc.checkpoint_sequential, "use_reentrant"):
+        def run(blocks, segments, x):
+            return tuc.checkpoint_sequential(blocks, segments, x, use_reentrant=False)
+        return run, "torch.utils.checkpoint.checkpoint_sequential(use_reentrant=False)"
+    if _has_param(tuc.checkpoint, "use_reentrant"):
+        def run(blocks, segments, x):
+            return checkpoint_sequential_replica(blocks, segments, x, use_reentrant=False,
+                                                 preserve_rng_state=True)
+        return run, ("checkpoint_sequential has no use_reentrant in torch %s: a replica of "
+                     "2.x's checkpoint_sequential on checkpoint(use_reentrant=False)"
+                     % torch.__version__)
+
+    def run(blocks, segments, x):
+        return tuc.checkpoint_sequential(blocks, segments, x)
+    return run, ("torch %s has no non-reentrant checkpoint: REENTRANT checkpoint_sequential "
+                 "(fallback)" % torch.__version__)
+
+
+# ---- one configuration -------------------------------------------------------------------------
+
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+class Trainer:
+    def __init__(self, args, dev):
+        self.args, self.dev = args, dev
+        C, L, N = args.width, args.depth, args.batch
+        gen = torch.Generator().manual_seed(args.seed)
+        self.blocks = nn.Sequential(*[Block(C, args.dropout) for _ in range(L)])
+        init_blocks(self.blocks, gen, w2_scale=0.1, bias_std=0.0)
+        teacher = nn.Sequential(*[Block(C, 0.0) for _ in range(L)])
+        init_blocks(teacher, torch.Generator().manual_seed(args.seed + 1), w2_scale=1.0,
+                    bias_std=0.1)
+        self.blocks.to(dev).train()
+        teacher.to(dev).eval()
+        self.params = list(self.blocks.parameters())
+        self.init = [p.detach().clone() for p in self.params]     # every run starts here
+        self.n_params = sum(p.numel() for p in self.params)
+        data = torch.Generator().manual_seed(args.seed ^ 0xDA7A)
+        self.x = torch.randn(N, C, generator=data).to(dev).requires_grad_(True)
+        with torch.no_grad():
+            self.target = teacher(self.x.detach())
+        del teacher
+        for p in self.params + [self.x]:     # allocated once, zeroed, never set to None
+            p.grad = torch.zeros_like(p)
+
+    def reset_weights(self):
+        with torch.no_grad():
+            for p, p0 in zip(self.params, self.init):
+                p.copy_(p0)
+
+    def zero_grads(self):
+        for p in self.params + [self.x]:
+            p.grad.zero_()
+
+    def step(self, forward, update=True):
+        self.zero_grads()
+        y = forward(self.x)
+        loss = F.mse_loss(y, self.target)
+        loss.backward()
+        if update:
+            with torch.no_grad():
+                for p in self.params:
+                    p.add_(p.grad, alpha=-self.args.lr)
+        return loss
+
+    def grads(self):
+        return [p.grad.detach().cpu().clone() for p in self.params + [self.x]]
+
+    def run(self, forward):
+        """(gradients of one step from the initial weights, median ms, activation bytes or None,
+        loss after the last step)."""
+        dev, args = self.dev, self.args
+        # The gradient check: the initial weights, the same seed (CPU and every CUDA device).
+        self.reset_weights()
+        torch.manual_seed(args.seed)
+        self.step(forward, update=False)
+        sync(dev)
+        grads = self.grads()
+        # Then training from the initial weights: warmup, then the measured steps.
+        self.reset_weights()
+        torch.manual_seed(args.seed)
+        for _ in range(args.warmup):
+            self.step(forward)
+        sync(dev)
+        times, peak = [], None
+        for _ in range(args.steps):
+            if dev.type == "cuda":
+                torch.cuda.synchronize(dev)
+                torch.cuda.reset_peak_memory_stats(dev)
+                base = torch.cuda.memory_allocated(dev)
+            t0 = time.perf_counter()
+            loss = self.step(forward)
+            sync(dev)
+            times.append((time.perf_counter() - t0) * 1e3)
+            if dev.type == "cuda":
+                used = torch.cuda.max_memory_allocated(dev) - base
+                peak = used if peak is None else max(peak, used)
+        return grads, statistics.median(times), peak, float(loss)
+
+
+# ---- main --------------------------------------------------------------------------------------
+
+def device_name(dev):
+    if dev.type == "cuda":
+        return torch.cuda.get_device_name(dev)
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return "%s (%d torch threads)" % (name, torch.get_num_threads())
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        description="The ckpt.h MLP example in PyTorch under checkpoint_sequential: step time "
+                    "and activation memory, each relative to store-all.")
+    ap.add_argument("--width", type=int, default=768, help="C, columns (hidden 4C); 768")
+    ap.add_argument("--depth", type=int, default=12, help="L, blocks; 12")
+    ap.add_argument("--batch", type=int, default=8192, help="N, rows; 8192")
+    ap.add_argument("--dropout", type=float, default=0.1, help="dropout probability; 0.1")
+    ap.add_argument("--steps", type=int, default=20, help="measured steps; 20")
+    ap.add_argument("--warmup", type=int, default=3, help="unmeasured steps first; 3")
+    ap.add_argument("--lr", type=float, default=0.1, help="SGD learning rate; 0.1")
+    ap.add_argument("--seed", type=int, default=42, help="weights, data and dropout seed; 42")
+    ap.add_argument("--segments", type=str, default=None,
+                    help="comma-separated segment counts (default: every one of 1..L)")
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    ap.add_argument("--tf32", action="store_true",
+                    help="allow TF32 in matmuls (default: strict FP32)")
+    ap.add_argument("--csv", action="store_true",
+                    help="CSV on stdout (the header and notes go to stderr)")
+    args = ap.parse_args(argv)
+    if (args.width < 1 or args.depth < 1 or args.batch < 1 or args.steps < 1 or args.warmup < 0
+            or not 0.0 <= args.dropout < 1.0):
+        ap.error("need width, depth, batch, steps >= 1, warmup >= 0, 0 <= dropout < 1")
+    if args.segments is None:
+        args.segment_list = list(range(1, args.depth + 1))
+    else:
+        try:
+            args.segment_list = [int(s) for s in args.segments.split(",") if s.strip()]
+        except ValueError:
+            ap.error("--segments: a comma-separated list of integers")
+        if not args.segment_list or any(not 1 <= s <= args.depth for s in args.segment_list):
+            ap.error("--segments: every count must lie in 1..depth (%d)" % args.depth)
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("torch %s has no CUDA device here; use --device cpu" % torch.__version__)
+    dev = torch.device(args.device)
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    torch.backends.cudnn.allow_tf32 = args.tf32
+
+    ckpt_seq, how = pick_checkpoint_sequential()
+    tr = Trainer(args, dev)
+    C, L, N = args.width, args.depth, args.batch
+
+    runs = [("store-all", None, tr.blocks)]
+    for s in args.segment_list:
+        runs.append(("ckpt-seq", s, (lambda s: lambda x: ckpt_seq(tr.blocks, s, x))(s)))
+    results = []
+    for mode, seg, fwd in runs:
+        results.append((mode, seg) + tr.run(fwd))
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+
+    ref_grads, ref_ms, ref_mem = results[0][2], results[0][3], results[0][4]
+    notes = [
+        "%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %s, %d params; "
+        "%d steps after %d warmup, lr %g, seed %d"
+        % (L, C, 4 * C, N, args.dropout, "TF32 allowed" if args.tf32 else "FP32 (no TF32)",
+           tr.n_params, args.steps, args.warmup, args.lr, args.seed),
+        "device: %s %s; torch %s" % (args.device, device_name(dev), torch.__version__),
+        "checkpointing: %s, preserve_rng_state=True" % how,
+        "the last segment is never checkpointed: segments=1 is store-all's schedule; "
+        "segments=L checkpoints L-1 blocks",
+    ]
+    if dev.type != "cuda":
+        notes.append("memory columns n/a: torch.cuda.max_memory_allocated needs --device cuda")
+    rows = []
+    for mode, seg, grads, ms, mem, loss in results:
+        equal = len(grads) == len(ref_grads) and all(
+            torch.equal(a, b) for a, b in zip(grads, ref_grads))
+        rows.append((mode, "" if seg is None else str(seg), "%.3f" % ms, "%.3f" % (ms / ref_ms),
+                     "n/a" if mem is None else str(mem),
+                     "n/a" if mem is None or not ref_mem else "%.3f" % (mem / ref_mem),
+                     "yes" if equal else "no", "%.6e" % loss))
+    cols = ("mode", "segments", "step ms", "time ratio", "activation B", "memory ratio",
+            "grads equal", "final loss")
+
+    if args.csv:
+        for n in notes:
+            print(n, file=sys.stderr)
+        print(",".join(c.replace(" ", "_") for c in cols))
+        for r in rows:
+            print(",".join(r))
+    else:
+        for n in notes:
+            print(n)
+        print()
+        fmt = "%-10s %8s %10s %10s %14s %12s %11s %13s"
+        print(fmt % cols)
+        for r in rows:
+            print(fmt % ((r[0], r[1] or "-") + r[2:]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

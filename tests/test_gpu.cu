@@ -1,0 +1,502 @@
+/* GPU backend tests, for CUDA (nvcc) and, built with -DCKPT_TEST_HIP by hipcc, for HIP.
+
+   Without a usable device: checks that creating the backend fails with CKPT_ERR_NO_DEVICE and
+   logs the runtime's error, then exits 77 (skipped). With one:
+   - memory: device and pinned allocations counted in the stats, a failed huge allocation maps to
+     CKPT_ERR_OUT_OF_DEVICE_MEMORY and leaves the runtime usable, copies both ways on the copy
+     streams ordered by events, memset, free-memory query, elapsed time;
+   - RNG kernels: uniform, normal and dropout (mask, in-place) bit-identical to the host functions
+     for odd sizes, large counters and 64-bit keys; bad ranges and probabilities rejected;
+   - checksum kernel equal to ckpt_checksum for sizes around the chunk and pass boundaries and for
+     an unaligned buffer;
+   - the executor suite of tests/test_executor.c on the device: random chains of dropout layers,
+     every policy at random budgets, parameter and input gradients bit-identical to store-all,
+     measured peak equal to planned, profiler ranges pushed and popped once per operation. */
+#define CKPT_IMPLEMENTATION
+#ifdef CKPT_TEST_HIP
+#define CKPT_HIP_IMPLEMENTATION
+#include "../backends/ckpt_hip.h"
+#define GPU(name) ckpt_hip_##name
+#define GPU_NAME "hip"
+typedef ckpt_hip_desc gpu_desc;
+typedef ckpt_hip_stats gpu_stats;
+#else
+#define CKPT_CUDA_IMPLEMENTATION
+#include "../backends/ckpt_cuda.h"
+#define GPU(name) ckpt_cuda_##name
+#define GPU_NAME "cuda"
+typedef ckpt_cuda_desc gpu_desc;
+typedef ckpt_cuda_stats gpu_stats;
+#endif
+#include "../backends/ckpt_cpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+static int failures = 0, checks = 0;
+#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+#define CU(call) do { cudaError_t _e = (call); if (_e != cudaSuccess) { printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(_e)); exit(1); } } while (0)
+
+/* The last message logged, for checks of what the backend reports. */
+static char last_log[512];
+static ckpt_result last_item;
+static void capture(const char *tag, ckpt_log_level level, ckpt_result item, const char *msg, const char *file, int line, void *user) {
+    (void)tag; (void)level; (void)file; (void)line; (void)user;
+    snprintf(last_log, sizeof last_log, "%s", msg);
+    last_item = item;
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
+static float rnd_float(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0) * 2.0f - 1.0f; }
+
+/* ---- memory, copies, events -------------------------------------------------------------------- */
+static void memory(ckpt_backend *be) {
+    gpu_stats st;
+    void *d = NULL, *d2 = NULL, *h = NULL, *huge = NULL, *e0 = NULL, *e1 = NULL;
+    size_t n = 3 << 20, i, fr = 0, tot = 0;
+    unsigned char *hp;
+    float ms = -1;
+    ckpt_result r;
+    CHECK(be->alloc(be->state, n, &d) == CKPT_OK && d && ((uintptr_t)d % CKPT_ALIGN) == 0, "device alloc");
+    CHECK(be->alloc(be->state, n, &d2) == CKPT_OK && d2, "second device alloc");
+    CHECK(be->alloc_pinned(be->state, n, &h) == CKPT_OK && h, "pinned alloc");
+    GPU(get_stats)(be, &st);
+    CHECK(st.live_bytes == 2 * n && st.pinned_live_bytes == n && st.allocs == 3, "stats after allocs: live %llu pinned %llu",
+          (unsigned long long)st.live_bytes, (unsigned long long)st.pinned_live_bytes);
+    last_log[0] = 0;
+    r = be->alloc(be->state, (size_t)1 << 50, &huge);
+    CHECK(r == CKPT_ERR_OUT_OF_DEVICE_MEMORY && huge == NULL, "1 PiB alloc gave %s", ckpt_result_string(r));
+    CHECK(strstr(last_log, "1125899906842624") != NULL, "the failed allocation's log names its size: '%s'", last_log);
+    hp = (unsigned char *)h;
+    for (i = 0; i < n; i++) hp[i] = (unsigned char)(i * 7 + 1);
+    /* host -> d on the h2d stream, then d -> d2 on compute after an event, then d2 -> host on d2h */
+    CHECK(be->event_create(be->state, &e0) == CKPT_OK && be->event_create(be->state, &e1) == CKPT_OK, "events");
+    void *h2d = be->copy_stream(be->state, CKPT_COPY_HOST_TO_DEVICE), *d2h = be->copy_stream(be->state, CKPT_COPY_DEVICE_TO_HOST);
+    CHECK(h2d && d2h && h2d != d2h && h2d != be->compute_stream(be->state), "distinct copy streams");
+    CHECK(be->copy_async(be->state, d, h, n, CKPT_COPY_HOST_TO_DEVICE, h2d) == CKPT_OK, "h2d copy");
+    CHECK(be->event_record(be->state, e0, h2d) == CKPT_OK, "record on h2d");
+    CHECK(be->stream_wait_event(be->state, NULL, e0) == CKPT_OK, "compute waits");
+    CHECK(be->event_record(be->state, e0, NULL) == CKPT_OK, "record start on compute");
+    CHECK(be->copy_async(be->state, d2, d, n, CKPT_COPY_DEVICE_TO_DEVICE, NULL) == CKPT_OK, "d2d copy");
+    CHECK(be->memset_async(be->state, d, 0, n, NULL) == CKPT_OK, "memset");
+    CHECK(be->event_record(be->state, e1, NULL) == CKPT_OK, "record end on compute");
+    CHECK(be->stream_wait_event(be->state, d2h, e1) == CKPT_OK, "d2h waits");
+    memset(h, 0, n);
+    CHECK(be->copy_async(be->state, h, d2, n, CKPT_COPY_DEVICE_TO_HOST, d2h) == CKPT_OK, "d2h copy");
+    CHECK(be->synchronize(be->state, NULL) == CKPT_OK, "synchronize all");
+    for (i = 0; i < n && hp[i] == (unsigned char)(i * 7 + 1); i++) {}
+    CHECK(i == n, "round trip through two device buffers differs at byte %zu", i);
+    CHECK(be->event_synchronize(be->state, e1) == CKPT_OK && be->event_elapsed_ms(be->state, e0, e1, &ms) == CKPT_OK && ms >= 0,
+          "elapsed %g ms", (double)ms);
+    CHECK(be->copy_async(be->state, h, d, 1000, CKPT_COPY_DEVICE_TO_HOST, NULL) == CKPT_OK &&
+          be->synchronize(be->state, be->compute_stream(be->state)) == CKPT_OK && hp[0] == 0 && hp[999] == 0, "memset reached the device");
+    CHECK(be->copy_async(be->state, h, d, 8, (ckpt_copy_kind)7, NULL) == CKPT_ERR_BAD_ARGUMENT, "unknown copy kind rejected");
+    CHECK(be->mem_info(be->state, &fr, &tot) == CKPT_OK && fr <= tot && tot > 0, "mem_info %zu / %zu", fr, tot);
+    be->event_destroy(be->state, e0);
+    be->event_destroy(be->state, e1);
+    last_log[0] = 0;
+    be->free_pinned(be->state, d);      /* wrong kind: reported, nothing freed */
+    CHECK(strstr(last_log, "did not allocate") != NULL, "freeing device memory as pinned is reported");
+    be->free(be->state, d);
+    be->free(be->state, d2);
+    be->free_pinned(be->state, h);
+    be->free(be->state, NULL);
+    GPU(get_stats)(be, &st);
+    CHECK(st.live_bytes == 0 && st.pinned_live_bytes == 0 && st.frees == 3 && st.peak_bytes == 2 * n, "stats after frees");
+    GPU(reset_peak)(be);
+    GPU(get_stats)(be, &st);
+    CHECK(st.peak_bytes == 0, "reset_peak");
+}
+
+/* ---- RNG and checksum kernels ------------------------------------------------------------------ */
+static void rng(ckpt_backend *be) {
+    static const size_t sizes[] = {1, 2, 3, 4, 5, 7, 255, 1024, 1000003};
+    size_t si;
+    float *dv = NULL, *dv2 = NULL;
+    uint8_t *dm = NULL;
+    size_t nmax = 1000003;
+    std::vector<float> host(nmax), dev(nmax), in(nmax);
+    std::vector<uint8_t> hmask(nmax), dmask(nmax);
+    CU(cudaMalloc((void **)&dv, nmax * sizeof(float)));
+    CU(cudaMalloc((void **)&dv2, nmax * sizeof(float)));
+    CU(cudaMalloc((void **)&dm, nmax));
+    for (si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        size_t n = sizes[si];
+        ckpt_philox p;
+        int kind;
+        p.key = rnd(); p.base = si == 3 ? 0xFFFFFFFFull - 1 : rnd() >> 8; p.count = (n + 3) / 4;   /* a carry into word 1 */
+        for (kind = 0; kind < 3; kind++) {
+            ckpt_result r;
+            if (kind == 0) { ckpt_philox_fill_uniform(&p, host.data(), n); r = GPU(philox_uniform)(be, &p, dv, n, NULL); }
+            else if (kind == 1) { ckpt_philox_fill_normal(&p, host.data(), n); r = GPU(philox_normal)(be, &p, dv, n, NULL); }
+            else {
+                size_t i;
+                for (i = 0; i < n; i++) in[i] = rnd_float();
+                CU(cudaMemcpy(dv, in.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+                ckpt_philox_dropout(&p, 0.3f, in.data(), host.data(), hmask.data(), n);
+                r = GPU(philox_dropout)(be, &p, 0.3f, dv, dv, dm, n, NULL);      /* in place, with a mask */
+                CU(cudaMemcpy(dmask.data(), dm, n, cudaMemcpyDeviceToHost));
+                CHECK(memcmp(dmask.data(), hmask.data(), n) == 0, "dropout mask differs (n %zu)", n);
+            }
+            CHECK(r == CKPT_OK, "kernel %d n %zu: %s", kind, n, ckpt_result_string(r));
+            CU(cudaDeviceSynchronize());
+            CU(cudaMemcpy(dev.data(), dv, n * sizeof(float), cudaMemcpyDeviceToHost));
+            CHECK(memcmp(dev.data(), host.data(), n * sizeof(float)) == 0, "%s kernel differs from the host (n %zu, key %llx)",
+                  kind == 0 ? "uniform" : kind == 1 ? "normal" : "dropout", n, (unsigned long long)p.key);
+        }
+    }
+    {   /* edges: p_drop 0 keeps everything unscaled, 1 drops everything; bad arguments */
+        ckpt_philox p = {5, 6, 1000};
+        size_t i;
+        for (i = 0; i < 4000; i++) in[i] = (float)i;
+        CU(cudaMemcpy(dv, in.data(), 4000 * sizeof(float), cudaMemcpyHostToDevice));
+        CHECK(GPU(philox_dropout)(be, &p, 0.0f, dv, dv2, NULL, 4000, NULL) == CKPT_OK, "p=0");
+        CU(cudaMemcpy(dev.data(), dv2, 4000 * sizeof(float), cudaMemcpyDeviceToHost));
+        CHECK(memcmp(dev.data(), in.data(), 4000 * sizeof(float)) == 0, "p=0 changed values");
+        CHECK(GPU(philox_dropout)(be, &p, 1.0f, dv, dv2, NULL, 4000, NULL) == CKPT_OK, "p=1");
+        CU(cudaMemcpy(dev.data(), dv2, 4000 * sizeof(float), cudaMemcpyDeviceToHost));
+        for (i = 0; i < 4000 && dev[i] == 0.0f; i++) {}
+        CHECK(i == 4000, "p=1 kept element %zu", i);
+        CHECK(GPU(philox_dropout)(be, &p, 1.5f, dv, dv2, NULL, 4000, NULL) == CKPT_ERR_BAD_ARGUMENT, "p=1.5 rejected");
+        CHECK(GPU(philox_dropout)(be, &p, NAN, dv, dv2, NULL, 4000, NULL) == CKPT_ERR_BAD_ARGUMENT, "p=NaN rejected");
+        CHECK(GPU(philox_uniform)(be, &p, dv, 4001, NULL) == CKPT_ERR_BAD_ARGUMENT, "a range too short is rejected");
+        CHECK(GPU(philox_uniform)(be, &p, dv, 0, NULL) == CKPT_OK, "n = 0 is a no-op");
+        CHECK(GPU(philox_normal)(be, NULL, dv, 4, NULL) == CKPT_ERR_NULL_ARGUMENT, "NULL range");
+        CHECK(GPU(philox_uniform)(be, &p, NULL, 4, NULL) == CKPT_ERR_NULL_ARGUMENT, "NULL output");
+    }
+    CU(cudaFree(dv)); CU(cudaFree(dv2)); CU(cudaFree(dm));
+}
+
+static void checksum(ckpt_backend *be) {
+    /* 256 MiB + 4097 bytes crosses one kernel pass (65536 chunks of 4096 bytes) */
+    const size_t big = ((size_t)65536 * CKPT_CHECKSUM_CHUNK) + 4097;
+    static const size_t sizes[] = {0, 1, 15, 16, 17, 4095, 4096, 4097, 3 * 4096 + 100};
+    std::vector<unsigned char> h(big + 16);
+    unsigned char *d = NULL;
+    size_t i, si;
+    uint64_t got = 0, via_vtable = 0;
+    for (i = 0; i < h.size(); i++) h[i] = (unsigned char)(rnd() >> 24);
+    CU(cudaMalloc((void **)&d, big + 16));
+    CU(cudaMemcpy(d, h.data(), big + 16, cudaMemcpyHostToDevice));
+    for (si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        int off;
+        for (off = 0; off < 2; off++) {   /* aligned, and 3 bytes in (byte loads) */
+            size_t o = off ? 3 : 0;
+            CHECK(GPU(checksum)(be, d + o, sizes[si], &got) == CKPT_OK && got == ckpt_checksum(h.data() + o, sizes[si]),
+                  "checksum of %zu bytes at offset %zu", sizes[si], o);
+        }
+    }
+    CHECK(GPU(checksum)(be, d, big, &got) == CKPT_OK && got == ckpt_checksum(h.data(), big), "checksum across two passes");
+    CHECK(be->checksum(be->state, d + 1, big, &via_vtable) == CKPT_OK && via_vtable == ckpt_checksum(h.data() + 1, big),
+          "vtable checksum, unaligned, two passes");
+    CU(cudaFree(d));
+}
+
+/* ---- the executor on the device ----------------------------------------------------------------
+   One stage: y = dropout(tanh(x W^T + b)) on ROWS rows, as in tests/test_executor.c. Every
+   reduction runs in a fixed order (one thread per output, a loop over the inputs). */
+#define ROWS 5
+#define MAXN 9
+#define MAXW 40
+
+typedef struct layer {
+    int win, wout;
+    float p_drop;
+    float *W, *b, *dW, *db;     /* device */
+} layer;
+
+static const ckpt_backend *g_be;
+
+__global__ void k_linear_tanh(const float *x, const float *W, const float *b, float *h, float *y, int win, int wout) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x, r = idx / wout, o = idx % wout, i;
+    float s;
+    if (idx >= ROWS * wout) return;
+    s = b[o];
+    for (i = 0; i < win; i++) s += x[r * win + i] * W[o * win + i];
+    h[idx] = s;
+    y[idx] = tanhf(s);
+}
+__global__ void k_dh(const float *h, const uint8_t *mask, const float *g, float scale, float *dh, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float t;
+    if (i >= n) return;
+    t = tanhf(h[i]);
+    dh[i] = mask[i] ? g[i] * scale * (1.0f - t * t) : 0.0f;
+}
+__global__ void k_param_grads(const float *dh, const float *x, float *dW, float *db, int win, int wout) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x, o, i, r;
+    if (idx >= wout * (win + 1)) return;
+    o = idx / (win + 1); i = idx % (win + 1);
+    if (i == win) { float s = db[o]; for (r = 0; r < ROWS; r++) s += dh[r * wout + o]; db[o] = s; return; }
+    {
+        float s = dW[o * win + i];
+        for (r = 0; r < ROWS; r++) s += dh[r * wout + o] * x[r * win + i];
+        dW[o * win + i] = s;
+    }
+}
+__global__ void k_input_grad(const float *dh, const float *W, float *gx, int win, int wout) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x, r = idx / win, i = idx % win, o;
+    float s = 0;
+    if (idx >= ROWS * win) return;
+    for (o = 0; o < wout; o++) s += dh[r * wout + o] * W[o * win + i];
+    gx[idx] = s;
+}
+
+static void tape_layout(const layer *L, ckpt_layout_entry e[2], size_t *total) {
+    e[0].bytes = sizeof(float) * ROWS * (size_t)L->wout; e[0].align = 16;
+    e[1].bytes = (size_t)ROWS * (size_t)L->wout; e[1].align = 16;
+    ckpt_layout_compute(e, 2, total);
+}
+
+static ckpt_result launch_ok(void) { return cudaGetLastError() == cudaSuccess ? CKPT_OK : CKPT_ERR_BACKEND; }
+
+static ckpt_result layer_fwd(const ckpt_fwd_args *a) {
+    layer *L = (layer *)a->ctx->user;
+    cudaStream_t s = (cudaStream_t)a->ctx->stream;
+    ckpt_layout_entry e[2];
+    size_t total;
+    ckpt_philox ph;
+    int n = ROWS * L->wout;
+    ckpt_result r;
+    float *h;
+    tape_layout(L, e, &total);
+    h = (float *)ckpt_layout_ptr(a->tape, e, 0);
+    if ((r = ckpt_ctx_rng(a->ctx, (uint64_t)(n + 3) / 4, &ph)) != CKPT_OK) return r;
+    k_linear_tanh<<<(n + 127) / 128, 128, 0, s>>>((const float *)a->in, L->W, L->b, h, (float *)a->out, L->win, L->wout);
+    if ((r = launch_ok()) != CKPT_OK) return r;
+    return GPU(philox_dropout)(g_be, &ph, L->p_drop, (const float *)a->out, (float *)a->out,
+                               (uint8_t *)ckpt_layout_ptr(a->tape, e, 1), (size_t)n, a->ctx->stream);
+}
+
+static ckpt_result layer_bwd(const ckpt_bwd_args *a) {
+    layer *L = (layer *)a->ctx->user;
+    cudaStream_t s = (cudaStream_t)a->ctx->stream;
+    ckpt_layout_entry e[2];
+    size_t total;
+    float *dh = (float *)a->workspace;
+    int n = ROWS * L->wout, np = L->wout * (L->win + 1);
+    tape_layout(L, e, &total);
+    k_dh<<<(n + 127) / 128, 128, 0, s>>>((const float *)ckpt_layout_ptr(a->tape, e, 0),
+                                         (const uint8_t *)ckpt_layout_ptr(a->tape, e, 1), (const float *)a->grad_out,
+                                         ckpt_dropout_scale(L->p_drop), dh, n);
+    k_param_grads<<<(np + 127) / 128, 128, 0, s>>>(dh, (const float *)a->in, L->dW, L->db, L->win, L->wout);
+    if (a->grad_in)
+        k_input_grad<<<(ROWS * L->win + 127) / 128, 128, 0, s>>>(dh, L->W, (float *)a->grad_in, L->win, L->wout);
+    return launch_ok();
+}
+
+typedef struct chain_case {
+    int n;
+    layer layers[MAXN];
+    ckpt_stage_desc st[MAXN];
+    float *x, *gy, *gx;         /* device */
+} chain_case;
+
+static void upload_random(float *d, size_t n, float scale) {
+    std::vector<float> h(n);
+    size_t i;
+    for (i = 0; i < n; i++) h[i] = rnd_float() * scale;
+    CU(cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+static void make_case(chain_case *c) {
+    int i, w[MAXN + 1];
+    memset(c, 0, sizeof *c);
+    c->n = rnd_int(1, MAXN);
+    for (i = 0; i <= c->n; i++) w[i] = rnd_int(1, MAXW);
+    for (i = 0; i < c->n; i++) {
+        layer *L = &c->layers[i];
+        ckpt_layout_entry e[2];
+        size_t tape;
+        L->win = w[i]; L->wout = w[i + 1];
+        L->p_drop = (rnd() % 3) ? 0.25f : 0.0f;
+        CU(cudaMalloc((void **)&L->W, sizeof(float) * L->win * L->wout));
+        CU(cudaMalloc((void **)&L->b, sizeof(float) * L->wout));
+        CU(cudaMalloc((void **)&L->dW, sizeof(float) * L->win * L->wout));
+        CU(cudaMalloc((void **)&L->db, sizeof(float) * L->wout));
+        upload_random(L->W, (size_t)L->win * L->wout, 1.0f);
+        upload_random(L->b, (size_t)L->wout, 0.1f);
+        tape_layout(L, e, &tape);
+        c->st[i].forward = layer_fwd; c->st[i].backward = layer_bwd; c->st[i].user = L;
+        c->st[i].out_bytes = sizeof(float) * ROWS * (size_t)L->wout;
+        c->st[i].tape_bytes = tape;
+        c->st[i].fwd_workspace_bytes = (size_t)rnd_int(0, 3) * 64;
+        c->st[i].bwd_workspace_bytes = sizeof(float) * ROWS * (size_t)L->wout + (size_t)rnd_int(0, 3) * 64;
+        c->st[i].fwd_time = rnd_int(1, 4);
+        c->st[i].bwd_time = rnd_int(1, 8) * 0.5;
+        c->st[i].flags = (rnd() % 6 == 0) ? CKPT_STAGE_NO_CHECKPOINT : 0;
+    }
+    CU(cudaMalloc((void **)&c->x, sizeof(float) * ROWS * w[0]));
+    CU(cudaMalloc((void **)&c->gx, sizeof(float) * ROWS * w[0]));
+    CU(cudaMalloc((void **)&c->gy, sizeof(float) * ROWS * w[c->n]));
+    upload_random(c->x, (size_t)ROWS * w[0], 1.0f);
+    upload_random(c->gy, (size_t)ROWS * w[c->n], 1.0f);
+}
+
+static void free_case(chain_case *c) {
+    int i;
+    for (i = 0; i < c->n; i++) {
+        CU(cudaFree(c->layers[i].W)); CU(cudaFree(c->layers[i].b));
+        CU(cudaFree(c->layers[i].dW)); CU(cudaFree(c->layers[i].db));
+    }
+    CU(cudaFree(c->x)); CU(cudaFree(c->gx)); CU(cudaFree(c->gy));
+}
+
+/* Every gradient of the chain, on the host, in one vector. */
+static std::vector<float> gather(const chain_case *c) {
+    std::vector<float> g;
+    int i;
+    for (i = 0; i < c->n; i++) {
+        const layer *L = &c->layers[i];
+        size_t nw = (size_t)L->win * L->wout, off = g.size();
+        g.resize(off + nw + L->wout);
+        CU(cudaMemcpy(&g[off], L->dW, nw * sizeof(float), cudaMemcpyDeviceToHost));
+        CU(cudaMemcpy(&g[off + nw], L->db, L->wout * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+    {
+        size_t off = g.size(), nx = (size_t)ROWS * c->layers[0].win;
+        g.resize(off + nx);
+        CU(cudaMemcpy(&g[off], c->gx, nx * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+    return g;
+}
+
+/* Profiler ranges: the executor must push and pop once per scheduled operation. */
+static int pushes, pops, depth_bad;
+static void count_push(void *state, const char *label) { (void)state; if (pushes - pops != 0 || !label || !label[0]) depth_bad++; pushes++; }
+static void count_pop(void *state) { (void)state; pops++; if (pops > pushes) depth_bad++; }
+
+static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, std::vector<float> *g, ckpt_plan_info *info,
+                       ckpt_chain_stats *stats, const ckpt_backend *be) {
+    ckpt_chain_desc cd;
+    ckpt_chain *ch = NULL;
+    ckpt_backend counted = *be;
+    ckpt_result r;
+    int i, step;
+    counted.range_push = count_push;
+    counted.range_pop = count_pop;
+    pushes = pops = depth_bad = 0;
+    memset(&cd, 0, sizeof cd);
+    cd.stages = c->st; cd.n_stages = c->n; cd.backend = &counted; cd.seed = 0x1234567890abcdefull; cd.rng_offset = 77;
+    cd.input_bytes = sizeof(float) * ROWS * (size_t)c->layers[0].win;
+    for (i = 0; i < c->n; i++) {
+        CU(cudaMemset(c->layers[i].dW, 0, sizeof(float) * c->layers[i].win * c->layers[i].wout));
+        CU(cudaMemset(c->layers[i].db, 0, sizeof(float) * c->layers[i].wout));
+    }
+    r = ckpt_chain_create(&cd, &ch);
+    CHECK(r == CKPT_OK, "chain_create: %s", ckpt_result_string(r));
+    if (r != CKPT_OK) return r;
+    r = ckpt_chain_plan(ch, pd, info);
+    if (r == CKPT_OK) {
+        for (step = 0; step < 2; step++) {
+            const void *out = NULL;
+            ckpt_result rf = ckpt_forward(ch, c->x, &out), rb;
+            CHECK(rf == CKPT_OK && out != NULL, "forward: %s", ckpt_result_string(rf));
+            rb = ckpt_backward(ch, c->gy, c->gx);
+            CHECK(rb == CKPT_OK, "backward: %s", ckpt_result_string(rb));
+        }
+        *g = gather(c);
+        ckpt_chain_get_stats(ch, stats);
+        CHECK(pushes == 2 * info->n_ops && pops == pushes && depth_bad == 0, "ranges: %d pushes, %d pops for %d ops x 2 steps",
+              pushes, pops, info->n_ops);
+    }
+    ckpt_chain_destroy(ch);
+    return r;
+}
+
+static void executor(const ckpt_backend *be) {
+    const ckpt_policy policies[] = {CKPT_POLICY_OPTIMAL, CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K,
+                                    CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY};
+    int ci, cases = 0, plans = 0, infeasible = 0;
+    gpu_stats bs;
+    g_be = be;
+    for (ci = 0; ci < 40; ci++) {
+        chain_case c;
+        std::vector<float> ref, got;
+        ckpt_plan_desc pd;
+        ckpt_plan_info ref_info, info;
+        ckpt_chain_stats ref_stats, stats;
+        int bi, pi;
+        make_case(&c);
+        memset(&pd, 0, sizeof pd);
+        pd.policy = CKPT_POLICY_STORE_ALL;
+        if (run(&c, &pd, &ref, &ref_info, &ref_stats, be) != CKPT_OK) { free_case(&c); continue; }
+        cases++;
+        for (bi = 0; bi < 4; bi++) {
+            uint64_t lo = ref_info.store_all_peak / 3, budget = lo + rnd() % (ref_info.store_all_peak - lo + 1);
+            for (pi = 0; pi < (int)(sizeof policies / sizeof policies[0]); pi++) {
+                ckpt_result r;
+                memset(&pd, 0, sizeof pd);
+                pd.policy = policies[pi];
+                pd.budget = budget;
+                pd.k = pi == 3 ? rnd_int(1, c.n) : 0;
+                r = run(&c, &pd, &got, &info, &stats, be);
+                if (r == CKPT_ERR_INFEASIBLE) { infeasible++; continue; }
+                CHECK(r == CKPT_OK, "plan %s: %s", ckpt_policy_name(pd.policy), ckpt_result_string(r));
+                if (r != CKPT_OK) continue;
+                plans++;
+                CHECK(got.size() == ref.size() && memcmp(got.data(), ref.data(), ref.size() * sizeof(float)) == 0,
+                      "case %d policy %s budget %llu: gradients differ from store-all", ci, ckpt_policy_name(pd.policy),
+                      (unsigned long long)budget);
+                CHECK(stats.measured_peak == info.peak && info.peak <= budget, "measured peak %llu, planned %llu, budget %llu",
+                      (unsigned long long)stats.measured_peak, (unsigned long long)info.peak, (unsigned long long)budget);
+            }
+        }
+        free_case(&c);
+    }
+    GPU(get_stats)(be, &bs);
+    CHECK(bs.live_bytes == 0, "the chains left %llu bytes allocated", (unsigned long long)bs.live_bytes);
+    printf("executor on the device: %d chains, %d plans run, %d infeasible budgets\n", cases, plans, infeasible);
+}
+
+int main(void) {
+    ckpt_backend be;
+    gpu_desc d;
+    int count = 0;
+    ckpt_result r = GPU(device_count)(&count);
+    memset(&d, 0, sizeof d);
+    d.logger.fn = capture;
+    if (r == CKPT_ERR_NO_DEVICE) {
+        ckpt_backend cpu;
+        float x;
+        ckpt_philox p = {1, 0, 1};
+        r = GPU(backend_create)(&d, &be);
+        CHECK(r == CKPT_ERR_NO_DEVICE && last_item == CKPT_ERR_NO_DEVICE, "create without a device: %s", ckpt_result_string(r));
+        CHECK(strstr(last_log, "Error") != NULL, "the log names the runtime error: '%s'", last_log);
+        CHECK(be.alloc == NULL && be.state == NULL, "a failed create leaves the struct empty");
+        ckpt_cpu_backend_create(NULL, &cpu);
+        CHECK(GPU(philox_uniform)(&cpu, &p, &x, 1, NULL) == CKPT_ERR_BAD_BACKEND, "a CPU backend is not a " GPU_NAME " backend");
+        CHECK(GPU(get_stats)(&cpu, NULL) == CKPT_ERR_NULL_ARGUMENT, "NULL stats");
+        ckpt_cpu_backend_destroy(&cpu);
+        printf("%d passed, %d failed; no " GPU_NAME " device: the device tests are skipped\n", checks - failures, failures);
+        return failures ? 1 : 77;
+    }
+    CHECK(r == CKPT_OK && count > 0, "device_count: %s", ckpt_result_string(r));
+    d.device = count;
+    CHECK(GPU(backend_create)(&d, &be) == CKPT_ERR_BAD_INDEX, "device ordinal out of range");
+    d.device = 0;
+    d.nvtx = 1;
+    r = GPU(backend_create)(&d, &be);
+    CHECK(r == CKPT_OK, "create: %s", ckpt_result_string(r));
+    if (r != CKPT_OK) return 1;
+#ifndef CKPT_TEST_HIP
+    CHECK(be.range_push && be.range_pop, "desc.nvtx sets the range entries");
+#endif
+    if (be.range_push) { be.range_push(be.state, "test range"); be.range_pop(be.state); }
+    memory(&be);
+    rng(&be);
+    checksum(&be);
+    executor(&be);
+    GPU(backend_destroy)(&be);
+    CHECK(be.state == NULL, "destroy clears the struct");
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}
