@@ -1,7 +1,8 @@
 /* Executor on random chains of real arithmetic stages with dropout: for every policy and random
    budgets, the input gradient and every parameter gradient must be bit-identical to store-all's,
    the measured peak must equal the planned peak and fit the budget, and the arena must be no
-   larger than the planned peak with every buffer rounded up to CKPT_ALIGN. */
+   larger than the planned peak with every buffer rounded up to CKPT_ALIGN. Profiler ranges are
+   pushed and popped once around every scheduled operation, with the operation's label. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 #include "../backends/ckpt_cpu.h"
@@ -156,6 +157,20 @@ static uint64_t aligned_peak(const chain_case *c, const ckpt_plan *plan) {
     return peak;
 }
 
+/* Profiler ranges: one push and one pop around every scheduled operation, labelled after it. */
+static const ckpt_op *range_ops;
+static int range_n_ops, pushes, pops, range_bad;
+static void count_push(void *state, const char *label) {
+    const ckpt_op *op = &range_ops[pushes % range_n_ops];
+    char want[64];
+    (void)state;
+    snprintf(want, sizeof want, "%c%d%s stage %d", op->kind == CKPT_OP_F ? 'F' : 'B', op->stage,
+             op->kind == CKPT_OP_F && op->tape ? "+" : "", op->stage - 1);
+    if (pushes != pops || strcmp(label, want) != 0) range_bad++;
+    pushes++;
+}
+static void count_pop(void *state) { (void)state; pops++; if (pops != pushes) range_bad++; }
+
 /* Runs two steps under the given plan; returns the result of planning. */
 static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, grads *g, ckpt_plan_info *info,
                        ckpt_chain_stats *stats, ckpt_backend *be) {
@@ -176,6 +191,8 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, grads *g, ckpt_p
     if (r != CKPT_OK) return r;
     r = ckpt_chain_plan(ch, pd, info);
     if (r == CKPT_OK) {
+        range_ops = ckpt_plan_ops(ckpt_chain_get_plan(ch), &range_n_ops);
+        pushes = pops = range_bad = 0;
         memset(g, 0, sizeof *g);
         for (step = 0; step < 2; step++) {
             const void *out = NULL;
@@ -184,6 +201,9 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, grads *g, ckpt_p
             rb = ckpt_backward(ch, c->gy, g->dx);
             CHECK(rb == CKPT_OK, "backward: %s", ckpt_result_string(rb));
         }
+        CHECK(pushes == 2 * range_n_ops && pops == pushes && range_bad == 0,
+              "profiler ranges: %d pushes, %d pops, %d out of order or mislabelled, for %d ops x 2 steps",
+              pushes, pops, range_bad, range_n_ops);
         for (i = 0; i < c->n; i++) {
             memcpy(g->dW[i], c->layers[i].dW, sizeof g->dW[i]);
             memcpy(g->db[i], c->layers[i].db, sizeof g->db[i]);
@@ -212,6 +232,8 @@ int main(void) {
     const ckpt_policy policies[] = {CKPT_POLICY_OPTIMAL, CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K,
                                     CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY};
     if (ckpt_cpu_backend_create(NULL, &be) != CKPT_OK) return 1;
+    be.range_push = count_push;     /* the CPU backend has none; these check the executor's calls */
+    be.range_pop = count_pop;
     for (ci = 0; ci < 60; ci++) {
         static chain_case c;
         static grads ref, got;
