@@ -42,9 +42,16 @@
    caller passed NULL), and adds its parameter gradients into memory it owns. Callbacks never
    allocate: every buffer comes from the arena. Use ckpt_layout to carve a tape into pieces.
 
+   On a GPU, use backends/ckpt_cuda.h (or ckpt_hip.h) instead of ckpt_cpu.h for the backend: its
+   implementation goes in one .cu file compiled by nvcc (CKPT_CUDA_IMPLEMENTATION), while the file
+   with CKPT_IMPLEMENTATION may stay C. Callbacks launch on ckpt_ctx.stream. See that header.
+
    CONFIGURATION MACROS (define before including)
    ---------------------------------------------
    CKPT_IMPLEMENTATION     compile the implementation (core + planner + executor + RNG).
+   CKPT_CUDA_IMPLEMENTATION, CKPT_HIP_IMPLEMENTATION
+                           compile a GPU backend (backends/ckpt_cuda.h, ckpt_hip.h); only
+                           nvcc / hipcc accept them.
    CKPT_STATIC             make every function static (CKPT_API = static).
    CKPT_API                override the declaration prefix (default extern).
    CKPT_MALLOC(sz,u), CKPT_FREE(p,u)
