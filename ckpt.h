@@ -458,6 +458,7 @@ typedef struct ckpt_ctx {
     int keep_tape;          /* forward: 1 when the tape is kept for backward, 0 when it is scratch */
     void *stream;           /* the backend's compute stream (NULL on the CPU backend) */
     void *user;             /* the stage's user pointer */
+    const ckpt_backend *backend;    /* the chain's backend, e.g. for ckpt_cuda_philox_dropout */
 } ckpt_ctx;
 
 /* Draws `blocks` 128-bit Philox blocks for this stage and describes them in *out. In the first
@@ -540,11 +541,13 @@ typedef struct ckpt_plan_desc {
     ckpt_allocator allocator;
 } ckpt_plan_desc;
 
-typedef enum ckpt_op_kind { CKPT_OP_F = 0, CKPT_OP_B = 1 } ckpt_op_kind;
+/* F and B compute; O and P copy boundary X[stage] (1 <= stage <= n-1) to the pinned host pool
+   and back (see OFFLOAD in the manual at the top). */
+typedef enum ckpt_op_kind { CKPT_OP_F = 0, CKPT_OP_B = 1, CKPT_OP_O = 2, CKPT_OP_P = 3 } ckpt_op_kind;
 
 typedef struct ckpt_op {
     ckpt_op_kind kind;
-    int stage;      /* 1-based, as in the cost model */
+    int stage;      /* 1-based, as in the cost model; for O and P the boundary */
     int tape;       /* F only: keep the tape */
 } ckpt_op;
 
@@ -897,9 +900,11 @@ static ckpt_result _ckpt_check_costs(const ckpt_cost *c, int n, const ckpt_logge
 }
 
 /* >>analysis -------------------------------------------------------------------------------------
-   Replays a schedule in the cost model. It is the simulator (time, peak, validity) and, for the
-   executor, the source of every buffer's lifetime: buffer b is live during ops start..end. */
-enum { _CKPT_BUF_X = 0, _CKPT_BUF_T = 1, _CKPT_BUF_G = 2, _CKPT_BUF_SCRATCH = 3 };
+   Replays a schedule in the cost model. It is the simulator (time, peaks, validity) and, for the
+   executor, the source of every buffer's lifetime: buffer b is live during ops start..end (op
+   indices, O and P included). Offload ops add a timeline: compute runs the F and B ops in order;
+   the device-to-host and host-to-device links each run one copy at a time, in schedule order. */
+typedef struct _ckpt_link { double d2h, h2d; } _ckpt_link;   /* bytes per unit of time */
 
 typedef struct _ckpt_buf {
     uint64_t bytes;
@@ -907,25 +912,37 @@ typedef struct _ckpt_buf {
     int start, end;         /* op indices, inclusive */
 } _ckpt_buf;
 
-/* Buffer indices an op touches; -1: none, or the caller's (X[0], G[0], G[n]). */
+/* Buffer indices an op touches; -1: none, or the caller's (X[0], G[0], G[n]). For O, in is the
+   device buffer and out the host one; for P, in is the host buffer and out the new device one. */
 typedef struct _ckpt_instr {
     int in, out, tape, ws, gout, gin;
     int first;              /* F: first forward of this stage in the step */
+    int wait_p;             /* F, B: the P op whose copy this op's input waits for; -1: none */
+    int wait_o;             /* F, B: first of the O ops (chained by o_next) whose device buffer was
+                               released just before this op: it waits for their copies; -1: none */
+    int src_op;             /* P: its O op */
 } _ckpt_instr;
 
 typedef struct _ckpt_analysis {
-    _ckpt_buf *bufs;
+    _ckpt_buf *bufs;        /* device */
     int n_bufs;
+    _ckpt_buf *hbufs;       /* pinned host (offloaded boundaries) */
+    int n_hbufs;
     _ckpt_instr *instr;     /* one per op */
-    double time;
-    uint64_t peak;
+    int *o_next;            /* per O op: the next O in the same wait list; -1: end */
+    double time;            /* makespan (the sum of f and b when nothing is offloaded) */
+    double compute_time;    /* sum of f and b */
+    uint64_t peak, host_peak;
     int fn_op;              /* index of F(n) */
     int max_live_bufs;      /* most buffers live during one op */
+    int n_offloads;         /* O ops */
 } _ckpt_analysis;
 
 static void _ckpt_analysis_free(const ckpt_allocator *al, _ckpt_analysis *an) {
     _ckpt_free(al, an->bufs);
+    _ckpt_free(al, an->hbufs);
     _ckpt_free(al, an->instr);
+    _ckpt_free(al, an->o_next);
     memset(an, 0, sizeof *an);
 }
 
@@ -935,87 +952,231 @@ static int _ckpt_new_buf(_ckpt_analysis *an, uint64_t bytes, int k) {
     return an->n_bufs++;
 }
 
+/* Peak of the live bytes over ops 0..n_ops-1 of buffers with [start, end] lifetimes. */
+static uint64_t _ckpt_peak_of(const _ckpt_buf *b, int nb, int n_ops, int64_t *delta, int *count, int *max_live) {
+    int64_t live = 0;
+    uint64_t peak = 0;
+    int k, i, nlive = 0;
+    memset(delta, 0, ((size_t)n_ops + 2) * sizeof *delta);
+    if (count) memset(count, 0, ((size_t)n_ops + 2) * sizeof *count);
+    for (i = 0; i < nb; i++) {
+        if (b[i].bytes == 0) continue;
+        delta[b[i].start] += (int64_t)b[i].bytes;
+        delta[b[i].end + 1] -= (int64_t)b[i].bytes;
+        if (count) { count[b[i].start]++; count[b[i].end + 1]--; }
+    }
+    for (k = 0; k < n_ops; k++) {
+        live += delta[k];
+        if ((uint64_t)live > peak) peak = (uint64_t)live;
+        if (count) { nlive += count[k]; if (nlive > *max_live) *max_live = nlive; }
+    }
+    return peak;
+}
+
+/* Per-analysis scratch of the structural pass. */
+typedef struct _ckpt_an_work {
+    int *cur_x, *cur_t, *cur_g, *cur_h;     /* per boundary: live buffer index or -1 */
+    int *o_op;              /* per device buffer: the O op that offloaded it, or -1 */
+    int *p_op;              /* per device buffer: the P op that created it, or -1 */
+    int *last_read;         /* per device buffer: the last F/B op that read it */
+    unsigned char *used;
+} _ckpt_an_work;
+
+/* A compute op k reads device buffer b. The first read of a prefetched boundary waits for the
+   prefetch and ends the life of its host copy. */
+static void _ckpt_an_read(_ckpt_analysis *an, _ckpt_an_work *w, int b, int k) {
+    if (w->p_op[b] >= 0 && w->last_read[b] < 0) {
+        an->instr[k].wait_p = w->p_op[b];
+        an->hbufs[an->instr[w->p_op[b]].in].end = k;
+    }
+    if (an->bufs[b].end < k) an->bufs[b].end = k;
+    w->last_read[b] = k;
+}
+
+/* The timeline of offload copies (see the cost model): sets the makespan and, for each offloaded
+   device buffer, how long it stays (until its copy is done, as seen from the next compute op),
+   and the wait lists of the executor. link NULL: untimed; an offloaded buffer then stays until
+   its P. */
+static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops, const _ckpt_link *link,
+                              _ckpt_analysis *an, _ckpt_an_work *w, double *copy_end, int *pending) {
+    double clock = 0, d2h_free = 0, h2d_free = 0, must_wait = 0;
+    int k, np = 0, j, forced_head = -1;
+    for (k = 0; k < n_ops; k++) {
+        const ckpt_op *op = &ops[k];
+        _ckpt_instr *in = &an->instr[k];
+        if (op->kind == CKPT_OP_O) {
+            double start = clock > d2h_free ? clock : d2h_free;
+            copy_end[k] = link ? start + (double)c[op->stage - 1].a / link->d2h : clock;
+            d2h_free = copy_end[k];
+            pending[np++] = in->in;
+        } else if (op->kind == CKPT_OP_P) {
+            int o = in->src_op, old = an->instr[o].in;
+            double start = clock > h2d_free ? clock : h2d_free;
+            for (j = 0; j < np; j++)
+                if (pending[j] == old) {          /* still on the device: it goes now */
+                    if (an->bufs[old].end < k - 1) an->bufs[old].end = k - 1;
+                    if (copy_end[o] > must_wait) must_wait = copy_end[o];
+                    an->o_next[o] = forced_head; forced_head = o;
+                    pending[j] = pending[--np];
+                    break;
+                }
+            if (copy_end[o] > start) start = copy_end[o];
+            copy_end[k] = link ? start + (double)c[op->stage - 1].a / link->h2d : start;
+            h2d_free = copy_end[k];
+        } else {
+            double s = clock > must_wait ? clock : must_wait, dur;
+            if (in->wait_p >= 0 && copy_end[in->wait_p] > s) s = copy_end[in->wait_p];
+            in->wait_o = forced_head;
+            forced_head = -1;
+            must_wait = 0;
+            if (link)
+                for (j = 0; j < np; j++) {
+                    int b = pending[j], o = w->o_op[b];
+                    if (w->last_read[b] < k && copy_end[o] <= s) {   /* copy done: released */
+                        if (an->bufs[b].end < k - 1) an->bufs[b].end = k - 1;
+                        an->o_next[o] = in->wait_o; in->wait_o = o;
+                        pending[j--] = pending[--np];
+                    }
+                }
+            dur = op->kind == CKPT_OP_F ? c[op->stage - 1].f : c[op->stage - 1].b;
+            clock = s + dur;
+            an->compute_time += dur;
+        }
+    }
+    for (j = 0; j < np; j++) an->bufs[pending[j]].end = n_ops - 1;   /* released by the final sync */
+    an->time = clock;
+    if (d2h_free > an->time) an->time = d2h_free;
+    if (h2d_free > an->time) an->time = h2d_free;
+}
+
 /* Returns CKPT_OK or CKPT_ERR_BAD_SCHEDULE (op index in *bad, reason in *why) or
-   CKPT_ERR_OUT_OF_HOST_MEMORY. an may ask for buffers (want_bufs) or only for time and peak. */
-static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops,
-                                 const ckpt_allocator *al, int want_bufs, _ckpt_analysis *an,
-                                 int *bad, const char **why) {
-    int *cur_x = NULL, *cur_t = NULL, *cur_g = NULL;
-    unsigned char *used = NULL;
+   CKPT_ERR_OUT_OF_HOST_MEMORY. an may ask for buffers (want_bufs) or only for time and peaks. */
+static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, const _ckpt_link *link,
+                                 const ckpt_allocator *al, int want_bufs, _ckpt_analysis *an, int *bad, const char **why) {
+    _ckpt_an_work w;
     int64_t *delta = NULL;
-    int *count = NULL;
+    int *count = NULL, *pending = NULL;
+    double *copy_end = NULL;
+    size_t nb_cap = (size_t)n_ops * 3 + 1;
     int k, next_b = 0, fn_done = 0;
     ckpt_result res = CKPT_OK;
     memset(an, 0, sizeof *an);
+    memset(&w, 0, sizeof w);
     an->fn_op = -1;
     *bad = -1; *why = "";
-    cur_x = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
-    cur_t = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
-    cur_g = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
-    used = (unsigned char *)_ckpt_calloc(al, (size_t)n + 1, 1);
-    an->bufs = (_ckpt_buf *)_ckpt_calloc(al, (size_t)n_ops * 3 + 1, sizeof(_ckpt_buf));
+    w.cur_x = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
+    w.cur_t = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
+    w.cur_g = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
+    w.cur_h = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
+    w.used = (unsigned char *)_ckpt_calloc(al, (size_t)n + 1, 1);
+    w.o_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
+    w.p_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
+    w.last_read = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
+    an->bufs = (_ckpt_buf *)_ckpt_calloc(al, nb_cap, sizeof(_ckpt_buf));
+    an->hbufs = (_ckpt_buf *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(_ckpt_buf));
     an->instr = (_ckpt_instr *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(_ckpt_instr));
+    an->o_next = (int *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(int));
     delta = (int64_t *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int64_t));
     count = (int *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int));
-    if (!cur_x || !cur_t || !cur_g || !used || !an->bufs || !an->instr || !delta || !count) {
+    pending = (int *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(int));
+    copy_end = (double *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(double));
+    if (!w.cur_x || !w.cur_t || !w.cur_g || !w.cur_h || !w.used || !w.o_op || !w.p_op || !w.last_read || !an->bufs ||
+        !an->hbufs || !an->instr || !an->o_next || !delta || !count || !pending || !copy_end) {
         res = CKPT_ERR_OUT_OF_HOST_MEMORY;
         goto done;
     }
-    for (k = 0; k <= n; k++) cur_x[k] = cur_t[k] = cur_g[k] = -1;
+    for (k = 0; k <= n; k++) w.cur_x[k] = w.cur_t[k] = w.cur_g[k] = w.cur_h[k] = -1;
+    for (k = 0; k < (int)nb_cap; k++) w.o_op[k] = w.p_op[k] = w.last_read[k] = -1;
 #define _CKPT_BAD(text) do { *bad = k; *why = (text); res = CKPT_ERR_BAD_SCHEDULE; goto done; } while (0)
     for (k = 0; k < n_ops; k++) {
         const ckpt_op *op = &ops[k];
         int i = op->stage;
         _ckpt_instr *in = &an->instr[k];
         in->in = in->out = in->tape = in->ws = in->gout = in->gin = -1;
+        in->wait_p = in->wait_o = in->src_op = -1;
+        an->o_next[k] = -1;
         if (i < 1 || i > n) _CKPT_BAD("stage out of range 1..n");
         if (op->kind == CKPT_OP_F) {
             const ckpt_cost *s = &c[i - 1];
             if (op->tape != 0 && op->tape != 1) _CKPT_BAD("F tape flag must be 0 or 1");
             if (i == n && fn_done) _CKPT_BAD("F(n) runs more than once");
             if (i == n && !op->tape) _CKPT_BAD("F(n) must keep its tape");
+            if (w.cur_h[i] >= 0) _CKPT_BAD("F(i) recomputes X[i] while its host copy waits for a P(i)");
             if (i >= 2) {
-                if (cur_x[i - 1] < 0) _CKPT_BAD("F(i) reads X[i-1], which is not live");
-                an->bufs[cur_x[i - 1]].end = k;
-                in->in = cur_x[i - 1];
+                if (w.cur_x[i - 1] < 0) _CKPT_BAD("F(i) reads X[i-1], which is not live");
+                in->in = w.cur_x[i - 1];
+                _ckpt_an_read(an, &w, in->in, k);
             }
             if (s->flags & CKPT_STAGE_NO_CHECKPOINT) {
-                if (used[i - 1]) _CKPT_BAD("F(i) runs twice from one X[i-1], but stage i forbids a checkpoint at its input");
-                used[i - 1] = 1;
+                if (w.used[i - 1]) _CKPT_BAD("F(i) runs twice from one X[i-1], but stage i forbids a checkpoint at its input");
+                w.used[i - 1] = 1;
             }
-            in->out = cur_x[i] = _ckpt_new_buf(an, s->a, k);
-            used[i] = 0;
-            if (op->tape) in->tape = cur_t[i] = _ckpt_new_buf(an, s->t, k);
+            in->out = w.cur_x[i] = _ckpt_new_buf(an, s->a, k);
+            w.used[i] = 0;
+            if (op->tape) in->tape = w.cur_t[i] = _ckpt_new_buf(an, s->t, k);
             else in->tape = _ckpt_new_buf(an, s->t, k);
             in->ws = _ckpt_new_buf(an, s->wf, k);
-            if (i == n) { fn_done = 1; next_b = n; an->fn_op = k; cur_x[n] = -1; }
+            if (i == n) { fn_done = 1; next_b = n; an->fn_op = k; w.cur_x[n] = -1; }
         } else if (op->kind == CKPT_OP_B) {
             const ckpt_cost *s = &c[i - 1];
             if (!fn_done) _CKPT_BAD("B before F(n)");
             if (i != next_b) _CKPT_BAD("B must run in order n, n-1, ..., 1, each once");
-            if (cur_t[i] < 0) _CKPT_BAD("B(i) needs T[i], which no F(i, tape) kept");
-            an->bufs[cur_t[i]].end = k; in->tape = cur_t[i]; cur_t[i] = -1;
+            if (w.cur_t[i] < 0) _CKPT_BAD("B(i) needs T[i], which no F(i, tape) kept");
+            an->bufs[w.cur_t[i]].end = k; in->tape = w.cur_t[i]; w.cur_t[i] = -1;
             if (i >= 2) {
-                if (cur_x[i - 1] < 0) _CKPT_BAD("B(i) needs X[i-1], which is not live");
-                an->bufs[cur_x[i - 1]].end = k; in->in = cur_x[i - 1]; cur_x[i - 1] = -1;
-                used[i - 1] = 0;
+                if (w.cur_x[i - 1] < 0) _CKPT_BAD("B(i) needs X[i-1], which is not live");
+                if (w.cur_h[i - 1] >= 0) _CKPT_BAD("B(i) consumes X[i-1] while its host copy waits for a P(i-1)");
+                in->in = w.cur_x[i - 1];
+                _ckpt_an_read(an, &w, in->in, k);
+                w.cur_x[i - 1] = -1;
+                w.used[i - 1] = 0;
             }
-            if (i < n) { an->bufs[cur_g[i]].end = k; in->gout = cur_g[i]; cur_g[i] = -1; }
-            if (i >= 2) in->gin = cur_g[i - 1] = _ckpt_new_buf(an, c[i - 2].a, k);
+            if (i < n) { an->bufs[w.cur_g[i]].end = k; in->gout = w.cur_g[i]; w.cur_g[i] = -1; }
+            if (i >= 2) in->gin = w.cur_g[i - 1] = _ckpt_new_buf(an, c[i - 2].a, k);
             in->ws = _ckpt_new_buf(an, s->wb, k);
             next_b--;
+        } else if (op->kind == CKPT_OP_O) {
+            if (i >= n) _CKPT_BAD("O(i) offloads a boundary 1..n-1");
+            if (w.cur_x[i] < 0) _CKPT_BAD("O(i) copies X[i], which is not live");
+            if (w.cur_h[i] >= 0 || w.o_op[w.cur_x[i]] >= 0) _CKPT_BAD("O(i) twice before a P(i)");
+            in->in = w.cur_x[i];
+            w.o_op[in->in] = k;
+            in->out = w.cur_h[i] = an->n_hbufs;
+            an->hbufs[an->n_hbufs].bytes = c[i - 1].a;
+            an->hbufs[an->n_hbufs].start = an->hbufs[an->n_hbufs].end = k;
+            an->n_hbufs++;
+            an->n_offloads++;
+            if (an->bufs[in->in].end < k) an->bufs[in->in].end = k;
+        } else if (op->kind == CKPT_OP_P) {
+            int old = w.cur_x[i];
+            if (i >= n) _CKPT_BAD("P(i) prefetches a boundary 1..n-1");
+            if (w.cur_h[i] < 0) _CKPT_BAD("P(i) without an O(i) before it");
+            in->in = w.cur_h[i];
+            in->src_op = -1;
+            {   /* the O this P undoes */
+                int j;
+                for (j = k - 1; j >= 0; j--)
+                    if (ops[j].kind == CKPT_OP_O && ops[j].stage == i) { in->src_op = j; break; }
+            }
+            if (old >= 0 && w.o_op[old] < 0) _CKPT_BAD("P(i) while X[i] is live and not offloaded");
+            w.cur_h[i] = -1;
+            in->out = w.cur_x[i] = _ckpt_new_buf(an, c[i - 1].a, k);
+            w.p_op[in->out] = k;
+            an->hbufs[in->in].end = k;
         } else {
             _CKPT_BAD("unknown op kind");
         }
-        an->time += op->kind == CKPT_OP_F ? c[i - 1].f : c[i - 1].b;
     }
     k = n_ops;
     if (!fn_done) _CKPT_BAD("the schedule never runs F(n)");
     if (next_b != 0) _CKPT_BAD("the schedule does not run every B down to B(1)");
+    for (k = 1; k < n; k++)
+        if (w.cur_h[k] >= 0) { k = an->hbufs[w.cur_h[k]].start; _CKPT_BAD("O(i) without a P(i) after it"); }
+    k = n_ops;
 #undef _CKPT_BAD
     /* The first F(i) of the schedule is the first forward; every later one is a replay. */
     {
-        unsigned char *seen = used;
+        unsigned char *seen = w.used;
         memset(seen, 0, (size_t)n + 1);
         for (k = 0; k < n_ops; k++)
             if (ops[k].kind == CKPT_OP_F) {
@@ -1023,31 +1184,20 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
                 seen[ops[k].stage] = 1;
             }
     }
-    {
-        int b;
-        int64_t live = 0;
-        int nlive = 0;
-        for (b = 0; b < an->n_bufs; b++) {
-            if (an->bufs[b].bytes == 0) continue;
-            delta[an->bufs[b].start] += (int64_t)an->bufs[b].bytes;
-            delta[an->bufs[b].end + 1] -= (int64_t)an->bufs[b].bytes;
-            count[an->bufs[b].start]++;
-            count[an->bufs[b].end + 1]--;
-        }
-        for (k = 0; k < n_ops; k++) {
-            live += delta[k];
-            nlive += count[k];
-            if ((uint64_t)live > an->peak) an->peak = (uint64_t)live;
-            if (nlive > an->max_live_bufs) an->max_live_bufs = nlive;
-        }
-    }
+    _ckpt_an_timeline(c, ops, n_ops, link, an, &w, copy_end, pending);
+    an->peak = _ckpt_peak_of(an->bufs, an->n_bufs, n_ops, delta, count, &an->max_live_bufs);
+    an->host_peak = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, delta, NULL, NULL);
 done:
-    _ckpt_free(al, cur_x); _ckpt_free(al, cur_t); _ckpt_free(al, cur_g); _ckpt_free(al, used);
-    _ckpt_free(al, delta); _ckpt_free(al, count);
+    _ckpt_free(al, w.cur_x); _ckpt_free(al, w.cur_t); _ckpt_free(al, w.cur_g); _ckpt_free(al, w.cur_h);
+    _ckpt_free(al, w.used); _ckpt_free(al, w.o_op); _ckpt_free(al, w.p_op); _ckpt_free(al, w.last_read);
+    _ckpt_free(al, delta); _ckpt_free(al, count); _ckpt_free(al, pending); _ckpt_free(al, copy_end);
     if (res != CKPT_OK || !want_bufs) {
-        double t = an->time; uint64_t p = an->peak; int f = an->fn_op, m = an->max_live_bufs;
+        double t = an->time, ct = an->compute_time;
+        uint64_t p = an->peak, hp = an->host_peak;
+        int f = an->fn_op, m = an->max_live_bufs, no = an->n_offloads;
         _ckpt_analysis_free(al, an);
-        an->time = t; an->peak = p; an->fn_op = f; an->max_live_bufs = m;
+        an->time = t; an->compute_time = ct; an->peak = p; an->host_peak = hp;
+        an->fn_op = f; an->max_live_bufs = m; an->n_offloads = no;
     }
     return res;
 }
@@ -1062,7 +1212,7 @@ CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const
     if (r != CKPT_OK) return r;
     if (!ops && n_ops > 0) return CKPT_ERR_NULL_ARGUMENT;
     if (n_ops < 0) return CKPT_ERR_BAD_INDEX;
-    r = _ckpt_analyze(costs, n, ops, n_ops, NULL, 0, &an, &bad, &why);
+    r = _ckpt_analyze(costs, n, ops, n_ops, NULL, NULL, 0, &an, &bad, &why);
     if (bad_op) *bad_op = bad;
     if (r != CKPT_OK) return r;
     if (time) *time = an.time;
@@ -1179,7 +1329,7 @@ static ckpt_result _ckpt_sched_eval_into(const ckpt_allocator *al, const ckpt_co
     _ckpt_analysis an;
     const char *why;
     int bad;
-    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, al, 0, &an, &bad, &why);
+    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, NULL, al, 0, &an, &bad, &why);
     *t = an.time; *p = an.peak;
     CKPT_ASSERT(r != CKPT_ERR_BAD_SCHEDULE);
     return r;
@@ -2017,6 +2167,7 @@ struct ckpt_plan {
     ckpt_allocator al;
     ckpt_plan_info info;
     ckpt_op *ops;
+    _ckpt_link link;        /* the link the plan was made for; d2h 0: untimed */
 };
 
 /* Every-k with k = 0: the k with the least time that fits (ties: smaller peak). */
@@ -2438,7 +2589,8 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
     void *arena = NULL;
     const char *why;
     int bad, b;
-    ckpt_result r = _ckpt_analyze(ch->costs, ch->n, plan->ops, plan->info.n_ops, &ch->al, 1, &an, &bad, &why);
+    ckpt_result r = _ckpt_analyze(ch->costs, ch->n, plan->ops, plan->info.n_ops, plan->link.d2h > 0 ? &plan->link : NULL,
+                                  &ch->al, 1, &an, &bad, &why);
     if (r == CKPT_ERR_BAD_SCHEDULE) {
         _CKPT_ERR(&ch->lg, r, "schedule op %d: %s", bad, why);
         ckpt_plan_destroy(plan);
@@ -2507,7 +2659,7 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
     {
         _ckpt_analysis an;
         const char *why;
-        r = _ckpt_analyze(ch->costs, ch->n, ops, n_ops, &ch->al, 0, &an, &bad, &why);
+        r = _ckpt_analyze(ch->costs, ch->n, ops, n_ops, NULL, &ch->al, 0, &an, &bad, &why);
         if (r == CKPT_ERR_BAD_SCHEDULE)
             return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: op %d breaks the cost model: %s", bad, why);
         if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: out of host memory");
@@ -2579,7 +2731,7 @@ static ckpt_result _ckpt_run_forward_op(ckpt_chain *ch, const ckpt_op *op, const
     ckpt_fwd_args a;
     ckpt_result r;
     memset(&ctx, 0, sizeof ctx);
-    ctx.chain = ch; ctx.stage = i; ctx.keep_tape = op->tape; ctx.user = st->user;
+    ctx.chain = ch; ctx.stage = i; ctx.keep_tape = op->tape; ctx.user = st->user; ctx.backend = &ch->be;
     ctx.stream = ch->be.compute_stream ? ch->be.compute_stream(ch->be.state) : NULL;
     ctx.mode = in->first ? CKPT_MODE_FORWARD : CKPT_MODE_RECOMPUTE;
     if (in->first) {
@@ -2622,7 +2774,7 @@ static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, cons
     ckpt_bwd_args a;
     ckpt_result r;
     memset(&ctx, 0, sizeof ctx);
-    ctx.chain = ch; ctx.stage = i; ctx.mode = CKPT_MODE_BACKWARD; ctx.user = st->user;
+    ctx.chain = ch; ctx.stage = i; ctx.mode = CKPT_MODE_BACKWARD; ctx.user = st->user; ctx.backend = &ch->be;
     ctx.stream = ch->be.compute_stream ? ch->be.compute_stream(ch->be.state) : NULL;
     a.ctx = &ctx;
     a.in = i == 0 ? ch->input : _ckpt_buf_ptr(ch, in->in);

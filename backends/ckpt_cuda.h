@@ -24,8 +24,11 @@
    Link with the CUDA runtime (-lcudart; from gcc also -lstdc++). NVTX is header-only in CUDA 12
    and later: nothing more to link.
 
+   Check for a GPU before making your own stream: ckpt_cuda_device_count returns
+   CKPT_ERR_NO_DEVICE when there is none (cudaStreamCreate would fail first otherwise).
+
    What callbacks get: ckpt_ctx.stream is the compute stream (a cudaStream_t); launch every kernel
-   of a stage on it. The executor never synchronises inside a step; ckpt_backward ends with a
+   of a stage on it. ckpt_ctx.backend is the backend, for the kernel launchers below. The executor never synchronises inside a step; ckpt_backward ends with a
    synchronize of the compute and copy streams, so gradients are complete when it returns.
 
    STREAMS, EVENTS, COPIES
@@ -33,6 +36,8 @@
    The backend owns one copy stream per direction (non-blocking, created at create); copy_async
    on a NULL stream uses the compute stream. Events are cudaEvent_t with timing enabled. Every
    entry makes desc.device current for the duration of the call and restores the caller's device.
+   Callbacks, though, run on the caller's current device: with several GPUs, make desc.device
+   current (cudaSetDevice) before ckpt_forward and ckpt_backward, as one thread per GPU does.
 
    KERNELS
    -------

@@ -90,12 +90,6 @@ static void _ckpt_gpu_host_free(const ckpt_allocator *al, void *p) {
 #endif
 }
 
-static _ckpt_gpu_state *_ckpt_gpu_of(const ckpt_backend *b) {
-    _ckpt_gpu_state *s;
-    if (!b || !b->state || !b->name || strcmp(b->name, _CKPT_GPU_TAG) != 0) return NULL;
-    s = (_ckpt_gpu_state *)b->state;
-    return s->magic == _CKPT_GPU_MAGIC ? s : NULL;
-}
 
 /* Makes the backend's device current; *prev gets the caller's, for _ckpt_gpu_leave. */
 static ckpt_result _ckpt_gpu_enter(_ckpt_gpu_state *s, int *prev) {
@@ -155,6 +149,15 @@ static int _ckpt_gpu_forget(_ckpt_gpu_state *s, void *p, int pinned) {
     return 0;
 }
 
+/* This backend's state, or NULL for any other backend (recognised by its alloc function). */
+static ckpt_result _ckpt_gpu_alloc(void *state, size_t bytes, void **out);
+static _ckpt_gpu_state *_ckpt_gpu_of(const ckpt_backend *b) {
+    _ckpt_gpu_state *s;
+    if (!b || !b->state || b->alloc != _ckpt_gpu_alloc) return NULL;
+    s = (_ckpt_gpu_state *)b->state;
+    return s->magic == _CKPT_GPU_MAGIC ? s : NULL;
+}
+
 /* >>gpu memory --------------------------------------------------------------------------------- */
 static ckpt_result _ckpt_gpu_alloc_any(void *state, size_t bytes, void **out, int pinned) {
     _ckpt_gpu_state *s = (_ckpt_gpu_state *)state;
@@ -187,8 +190,10 @@ static void _ckpt_gpu_free_any(void *state, void *ptr, int pinned) {
     _ckpt_gpu_state *s = (_ckpt_gpu_state *)state;
     cudaError_t e;
     int prev;
+    size_t i;
     if (!ptr) return;
-    if (!_ckpt_gpu_forget(s, ptr, pinned)) {
+    for (i = 0; i < s->n_recs && (s->recs[i].ptr != ptr || s->recs[i].pinned != pinned); i++) {}
+    if (i == s->n_recs) {
         _CKPT_GPU_ERR(&s->lg, CKPT_ERR_BAD_ARGUMENT, "%s backend: free of %p, which this backend did not allocate as %s memory",
                       _CKPT_GPU_TAG, ptr, pinned ? "pinned" : "device");
         return;
@@ -196,7 +201,8 @@ static void _ckpt_gpu_free_any(void *state, void *ptr, int pinned) {
     if (_ckpt_gpu_enter(s, &prev) != CKPT_OK) return;
     e = pinned ? cudaFreeHost(ptr) : cudaFree(ptr);
     _ckpt_gpu_leave(s, prev);
-    if (e != cudaSuccess) _ckpt_gpu_fail(&s->lg, e, __FILE__, __LINE__, pinned ? _CKPT_GPU_XSTR(cudaFreeHost) : _CKPT_GPU_XSTR(cudaFree));
+    if (e != cudaSuccess) { _ckpt_gpu_fail(&s->lg, e, __FILE__, __LINE__, pinned ? _CKPT_GPU_XSTR(cudaFreeHost) : _CKPT_GPU_XSTR(cudaFree)); return; }
+    _ckpt_gpu_forget(s, ptr, pinned);   /* counted as freed only once it is */
 }
 static void _ckpt_gpu_free(void *state, void *ptr) { _ckpt_gpu_free_any(state, ptr, 0); }
 static void _ckpt_gpu_free_pinned(void *state, void *ptr) { _ckpt_gpu_free_any(state, ptr, 1); }
@@ -309,7 +315,7 @@ static void _ckpt_gpu_range_pop(void *state) { (void)state; _CKPT_GPU_RANGE_POP(
 #define _CKPT_GPU_FOR(j, count) \
     for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < (count); j += (size_t)gridDim.x * blockDim.x)
 
-__global__ void _ckpt_gpu_uniform_kernel(ckpt_philox p, float *out, size_t n) {
+static __global__ void _ckpt_gpu_uniform_kernel(ckpt_philox p, float *out, size_t n) {
     _CKPT_GPU_FOR(j, (n + 3) / 4) {
         uint32_t w[4];
         size_t i = 4 * j;
@@ -319,7 +325,7 @@ __global__ void _ckpt_gpu_uniform_kernel(ckpt_philox p, float *out, size_t n) {
     }
 }
 
-__global__ void _ckpt_gpu_normal_kernel(ckpt_philox p, float *out, size_t n) {
+static __global__ void _ckpt_gpu_normal_kernel(ckpt_philox p, float *out, size_t n) {
     _CKPT_GPU_FOR(j, (n + 3) / 4) {
         uint32_t w[4];
         float z[4];
@@ -334,7 +340,7 @@ __global__ void _ckpt_gpu_normal_kernel(ckpt_philox p, float *out, size_t n) {
 
 /* scale comes from the host (ckpt_dropout_scale there), so a fast-math division on the device
    cannot change it. */
-__global__ void _ckpt_gpu_dropout_kernel(ckpt_philox p, float p_drop, float scale, const float *in, float *out,
+static __global__ void _ckpt_gpu_dropout_kernel(ckpt_philox p, float p_drop, float scale, const float *in, float *out,
                                          uint8_t *mask, size_t n) {
     _CKPT_GPU_FOR(j, (n + 3) / 4) {
         uint32_t w[4];
@@ -352,7 +358,7 @@ __global__ void _ckpt_gpu_dropout_kernel(ckpt_philox p, float p_drop, float scal
 
 /* FNV-1a-64 of chunks first..first+count of the buffer, one thread per chunk; 16-byte loads when
    the buffer is 16-byte aligned (chunks are 4096 bytes, so then every chunk is). */
-__global__ void _ckpt_gpu_checksum_kernel(const unsigned char *base, size_t bytes, size_t first, size_t count,
+static __global__ void _ckpt_gpu_checksum_kernel(const unsigned char *base, size_t bytes, size_t first, size_t count,
                                           uint64_t *out) {
     _CKPT_GPU_FOR(c, count) {
         size_t off = (first + c) * (size_t)CKPT_CHECKSUM_CHUNK, i = 0;
@@ -387,9 +393,14 @@ static ckpt_result _ckpt_gpu_fill_args(const ckpt_backend *be, const ckpt_philox
     return CKPT_OK;
 }
 
+/* An error left pending by an earlier call (the caller's, say) is reported as such, not blamed on
+   this launch. */
 #define _CKPT_GPU_LAUNCH(s, stream, work, kernel, args, what) \
     do { int _prev; cudaError_t _e; ckpt_result _r = _ckpt_gpu_enter((s), &_prev); \
          if (_r != CKPT_OK) return _r; \
+         _e = cudaGetLastError(); \
+         if (_e != cudaSuccess) { _ckpt_gpu_leave((s), _prev); \
+             return _ckpt_gpu_fail(&(s)->lg, _e, __FILE__, __LINE__, "an error pending from an earlier call, before " what); } \
          kernel<<<_ckpt_gpu_blocks(work), _CKPT_GPU_THREADS, 0, _ckpt_gpu_stream((s), (stream))>>> args; \
          _e = cudaGetLastError(); _ckpt_gpu_leave((s), _prev); \
          if (_e != cudaSuccess) return _ckpt_gpu_fail(&(s)->lg, _e, __FILE__, __LINE__, what); } while (0)
@@ -431,14 +442,18 @@ CKPT_API ckpt_result _CKPT_GPU(philox_dropout)(const ckpt_backend *be, const ckp
 static ckpt_result _ckpt_gpu_checksum_run(_ckpt_gpu_state *s, const void *ptr, size_t bytes, uint64_t *out) {
     size_t chunks = (bytes + CKPT_CHECKSUM_CHUNK - 1) / CKPT_CHECKSUM_CHUNK, first, i;
     uint64_t h = CKPT_FNV_BASIS;
-    if (!s->scratch_dev) {
-        _CKPT_GPU_CALL(s, cudaMalloc((void **)&s->scratch_dev, _CKPT_GPU_CHECKSUM_PASS * sizeof(uint64_t)),
-                       _CKPT_GPU_XSTR(cudaMalloc) " (checksum scratch)");
+    if (!s->scratch_dev) {   /* through a local: the pointer is kept only when the call succeeds */
+        void *p = NULL;
+        _CKPT_GPU_CALL(s, cudaMalloc(&p, _CKPT_GPU_CHECKSUM_PASS * sizeof(uint64_t)), _CKPT_GPU_XSTR(cudaMalloc) " (checksum scratch)");
+        s->scratch_dev = (uint64_t *)p;
     }
     if (!s->scratch_host) {
-        _CKPT_GPU_CALL(s, cudaHostAlloc((void **)&s->scratch_host, _CKPT_GPU_CHECKSUM_PASS * sizeof(uint64_t), cudaHostAllocDefault),
+        void *p = NULL;
+        _CKPT_GPU_CALL(s, cudaHostAlloc(&p, _CKPT_GPU_CHECKSUM_PASS * sizeof(uint64_t), cudaHostAllocDefault),
                        _CKPT_GPU_XSTR(cudaHostAlloc) " (checksum scratch)");
+        s->scratch_host = (uint64_t *)p;
     }
+    _CKPT_GPU_CALL(s, cudaGetLastError(), "an error pending from an earlier call, before the checksum kernel");
     for (first = 0; first < chunks; first += _CKPT_GPU_CHECKSUM_PASS) {
         size_t count = chunks - first < _CKPT_GPU_CHECKSUM_PASS ? chunks - first : _CKPT_GPU_CHECKSUM_PASS;
         _ckpt_gpu_checksum_kernel<<<_ckpt_gpu_blocks(count), _CKPT_GPU_THREADS, 0, s->compute>>>(

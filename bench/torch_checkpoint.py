@@ -45,7 +45,7 @@ between forward and backward.
 
 Run on a GPU (from the repository root; needs a CUDA build of PyTorch):
 
-    python3 bench/torch_checkpoint.py --device cuda --width 768 --depth 12 --batch 8192 \\
+    python3 bench/torch_checkpoint.py --device cuda --width 768 --depth 12 --batch 4096 \\
         --dropout 0.1 --steps 20 --warmup 3 [--tf32] [--csv]
 
 Reading it against bench/mlp_gpu_bench (ckpt.h's side): pass both the same --width --depth
@@ -296,7 +296,7 @@ def parse_args(argv):
                     "and activation memory, each relative to store-all.")
     ap.add_argument("--width", type=int, default=768, help="C, columns (hidden 4C); 768")
     ap.add_argument("--depth", type=int, default=12, help="L, blocks; 12")
-    ap.add_argument("--batch", type=int, default=8192, help="N, rows; 8192")
+    ap.add_argument("--batch", type=int, default=4096, help="N, rows; 4096 (as examples/mlp_cuda.cu)")
     ap.add_argument("--dropout", type=float, default=0.1, help="dropout probability; 0.1")
     ap.add_argument("--steps", type=int, default=20, help="measured steps; 20")
     ap.add_argument("--warmup", type=int, default=3, help="unmeasured steps first; 3")

@@ -18,22 +18,24 @@
 static int failures = 0, checks = 0;
 #define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
 
-static const ckpt_backend *g_be;
 static int recomputed;
+/* Each stage's Philox range, on the host (the tape is device memory, which this C code may not
+   touch): a recomputation draws the same range, and the backward replays the same mask from it. */
+static ckpt_philox ranges[N_STAGES];
 
 static ckpt_result drop_fwd(const ckpt_fwd_args *a) {
     ckpt_philox p;
     ckpt_result r = ckpt_ctx_rng(a->ctx, WIDTH / 4, &p);
     if (r != CKPT_OK) return r;
     if (a->ctx->mode == CKPT_MODE_RECOMPUTE) recomputed++;
-    memcpy(a->tape, &p, sizeof p);    /* the backward replays the same mask from the range */
-    return ckpt_cuda_philox_dropout(g_be, &p, 0.2f, (const float *)a->in, (float *)a->out, NULL, WIDTH, a->ctx->stream);
+    ranges[a->ctx->stage] = p;
+    return ckpt_cuda_philox_dropout(a->ctx->backend, &p, 0.2f, (const float *)a->in, (float *)a->out, NULL, WIDTH,
+                                    a->ctx->stream);
 }
 static ckpt_result drop_bwd(const ckpt_bwd_args *a) {
-    ckpt_philox p;
-    memcpy(&p, a->tape, sizeof p);
     if (!a->grad_in) return CKPT_OK;
-    return ckpt_cuda_philox_dropout(g_be, &p, 0.2f, (const float *)a->grad_out, (float *)a->grad_in, NULL, WIDTH, a->ctx->stream);
+    return ckpt_cuda_philox_dropout(a->ctx->backend, &ranges[a->ctx->stage], 0.2f, (const float *)a->grad_out,
+                                    (float *)a->grad_in, NULL, WIDTH, a->ctx->stream);
 }
 
 /* One step under the given budget (0: store-all); the input gradient lands in gx_host. */
@@ -77,11 +79,10 @@ int main(void) {
         return failures ? 1 : 77;
     }
     if (ckpt_cuda_backend_create(&d, &be) != CKPT_OK) { printf("FAIL: create\n"); return 1; }
-    g_be = &be;
     memset(st, 0, sizeof st);
     for (i = 0; i < N_STAGES; i++) {
         st[i].forward = drop_fwd; st[i].backward = drop_bwd;
-        st[i].out_bytes = WIDTH * sizeof(float); st[i].tape_bytes = sizeof(ckpt_philox);
+        st[i].out_bytes = WIDTH * sizeof(float);
         st[i].fwd_time = 1; st[i].bwd_time = 2;
     }
     for (i = 0; i < WIDTH; i++) ones[i] = 1.0f + (float)(i % 13);

@@ -1,0 +1,161 @@
+/* mlp_gpu_bench.cu -- memory against time for every planner policy, on the GPU.
+
+   Trains examples/mlp_cuda.cu's model (a stack of transformer MLP blocks, one ckpt stage each)
+   under each policy at several budgets, given as fractions of store-all's planned peak, and
+   prints one line per (policy, budget): the planned peak, the device bytes the CUDA backend
+   allocated (the arena), the predicted step time (the plan's time: the sum of the measured
+   per-block forward and backward times, in ms) and the measured one (median over the timed
+   steps, after a warm-up step), both as ratios to store-all, the activation memory ratio (planned
+   peak / store-all's planned peak), and whether the last step's gradients are bit-identical to
+   store-all's. Store-all itself is infeasible below a fraction of 1; those lines say so.
+
+   The measured step also includes what the plan does not count: zeroing the gradients, the loss,
+   the SGD update and the executor's own work; the predicted time counts only the blocks.
+
+   Build (from the repository root):
+       nvcc -O2 -arch=sm_90 -I. bench/mlp_gpu_bench.cu -o mlp_gpu_bench -lcublas
+   Run:
+       ./mlp_gpu_bench [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]
+                       [--fracs 1,0.8,...] [--tf32] [--csv]
+   Exit status 0; 1 if some policy's gradients differ from store-all's, or on an error; 77 when
+   there is no usable GPU (skipped).
+*/
+#define MLP_CUDA_NO_MAIN
+#include "../examples/mlp_cuda.cu"
+
+#define MAX_FRACS 32
+
+static void usage(const char *prog)
+{
+    fprintf(stderr,
+            "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]\n"
+            "          [--fracs F1,F2,...] [--tf32] [--csv]\n"
+            "defaults: --width 768 --depth 12 --batch 4096 --steps 10 (timed, after 1 warm-up step)\n"
+            "          --dropout 0.1 --seed 42 --fracs 1,0.8,0.6,0.5,0.4,0.3,0.25,0.2 (of store-all's peak)\n",
+            prog);
+    exit(2);
+}
+
+/* "1,0.8,0.5" into fracs; the count, or 0 when the list is malformed. */
+static int parse_fracs(const char *s, double *fracs)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        double f = strtod(s, &end);
+        if (end == s || !(f > 0.0) || n == MAX_FRACS) return 0;
+        fracs[n++] = f;
+        s = end;
+        if (*s == ',') s++;
+        else if (*s) return 0;
+    }
+    return n;
+}
+
+static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+static void print_header(int csv)
+{
+    if (csv)
+        printf("policy,k,frac,budget_bytes,feasible,planned_peak,measured_peak,device_peak,n_recomputed,"
+               "pred_ms,meas_ms,pred_ratio,meas_ratio,mem_ratio,min_budget,grads_identical\n");
+    else
+        printf("%-14s %5s %12s %12s %6s %9s %9s %7s %7s %6s %s\n", "policy", "frac", "planned MiB",
+               "device MiB", "recomp", "pred ms", "meas ms", "pred x", "meas x", "mem x", "grads");
+}
+
+static void print_run(int csv, const Run *r, const Run *ref, double frac, uint64_t budget, int same)
+{
+    char name[32];
+    run_name(r, name, sizeof name);
+    double pred_x = r->info.time / ref->info.time, meas_x = r->ms_per_step / ref->ms_per_step;
+    double mem_x = (double)r->info.peak / (double)ref->info.peak;
+    if (csv) {
+        if (!r->feasible) {
+            printf("%s,,%g,%llu,0,,,,,,,,,,%llu,\n", ckpt_policy_name(r->policy), frac,
+                   (unsigned long long)budget, (unsigned long long)r->info.min_budget);
+            return;
+        }
+        printf("%s,%d,%g,%llu,1,%llu,%llu,%llu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%llu,%d\n",
+               ckpt_policy_name(r->policy), r->info.k, frac, (unsigned long long)budget,
+               (unsigned long long)r->info.peak, (unsigned long long)r->stats.measured_peak,
+               (unsigned long long)r->device_peak, r->info.n_recomputed, r->info.time, r->ms_per_step,
+               pred_x, meas_x, mem_x, (unsigned long long)r->info.min_budget, same);
+        return;
+    }
+    if (!r->feasible) {
+        printf("%-14s %5.2f infeasible (min budget %.1f MiB = %.3f of store-all)\n", name, frac,
+               mib(r->info.min_budget), (double)r->info.min_budget / (double)ref->info.peak);
+        return;
+    }
+    printf("%-14s %5.2f %12.1f %12.1f %6d %9.3f %9.3f %7.3f %7.3f %6.3f %s\n", name, frac, mib(r->info.peak),
+           mib(r->device_peak), r->info.n_recomputed, r->info.time, r->ms_per_step, pred_x, meas_x, mem_x,
+           same ? "same" : "DIFFER");
+}
+
+int main(int argc, char **argv)
+{
+    Config cfg = default_config();
+    double fracs[MAX_FRACS] = { 1.0, 0.8, 0.6, 0.5, 0.4, 0.3, 0.25, 0.2 };
+    int n_fracs = 8, csv = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--tf32")) { cfg.tf32 = 1; continue; }
+        if (!strcmp(a, "--csv")) { csv = 1; continue; }
+        if (i + 1 >= argc) usage(argv[0]);
+        const char *v = argv[++i];
+        if (parse_model_flag(&cfg, a, v)) continue;
+        if (!strcmp(a, "--fracs")) { if (!(n_fracs = parse_fracs(v, fracs))) usage(argv[0]); }
+        else usage(argv[0]);
+    }
+    if (!config_ok(&cfg)) usage(argv[0]);
+
+    Session ss;
+    session_open(&ss, &cfg, "mlp_gpu_bench");
+
+    /* The reference: store-all, no budget. Its peak scales the budgets; its times the ratios. */
+    Run ref;
+    ckpt_plan_desc pd;
+    memset(&pd, 0, sizeof pd);
+    pd.policy = CKPT_POLICY_STORE_ALL;
+    train(&ss, &pd, &ref);
+
+    cudaDeviceProp prop;
+    CHECK(CU(cudaGetDeviceProperties(&prop, 0)));
+    const char *lead = csv ? "# " : "";
+    printf("%s%s, %s GEMMs; %d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d+%d steps "
+           "(warm-up+timed)\n", lead, prop.name, cfg.tf32 ? "TF32" : "FP32", cfg.L, cfg.C, 4 * cfg.C, cfg.N,
+           cfg.p_drop, cfg.warmup, cfg.steps);
+    printf("%sone block: fwd %.3f ms, bwd %.3f ms; store-all: planned peak %llu bytes (%.1f MiB), device "
+           "%llu bytes, predicted %.3f ms, measured %.3f ms per step\n", lead, ss.fwd_ms, ss.bwd_ms,
+           (unsigned long long)ref.info.peak, mib(ref.info.peak), (unsigned long long)ref.device_peak,
+           ref.info.time, ref.ms_per_step);
+    if (!csv) printf("\n");
+    print_header(csv);
+
+    const ckpt_policy policies[] = { CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
+                                     CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL };
+    int all_same = 1;
+    for (int f = 0; f < n_fracs; f++) {
+        uint64_t budget = (uint64_t)(fracs[f] * (double)ref.info.peak);
+        if (budget == 0) budget = 1;        /* 0 would mean "no limit" */
+        for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
+            Run run;
+            memset(&pd, 0, sizeof pd);
+            pd.policy = policies[i];
+            pd.budget = budget;             /* every-k gets k = 0: the best k that fits */
+            train(&ss, &pd, &run);
+            int same = run.feasible ? same_grads(&ss, &run, &ref) : 0;
+            if (run.feasible) all_same &= same;
+            print_run(csv, &run, &ref, fracs[f], budget, same);
+            fflush(stdout);
+            free(run.grads);
+        }
+        if (!csv) printf("\n");
+    }
+
+    free(ref.grads);
+    session_close(&ss);
+    if (!all_same) fprintf(stderr, "mlp_gpu_bench: some gradients differ from store-all's\n");
+    return all_same ? 0 : 1;
+}
