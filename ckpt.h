@@ -2227,6 +2227,24 @@ static ckpt_result _ckpt_best_of_heuristics(const ckpt_allocator *al, const ckpt
     return r;
 }
 
+/* The persistent program breaks time ties between its own schedules only: an every-k plan of
+   the same time and a smaller peak (examples/mlp_cuda.cu's chain at 0.4 and 0.6 of store-all) is
+   taken instead. */
+static ckpt_result _ckpt_every_k_tie(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
+                                     _ckpt_sched *s) {
+    _ckpt_sched h = {NULL, 0, 0};
+    double t, th;
+    uint64_t p, ph, mp;
+    int k;
+    ckpt_result r = _ckpt_sched_eval_into(al, c, n, s, &t, &p), rh;
+    if (r != CKPT_OK) return r;
+    rh = _ckpt_every_k_best(al, c, n, budget, &h, &k, &mp);
+    if (rh == CKPT_OK) rh = _ckpt_sched_eval_into(al, c, n, &h, &th, &ph);
+    if (rh == CKPT_OK && th <= t && ph < p) { _ckpt_sched tmp = *s; *s = h; h = tmp; }
+    _ckpt_free(al, h.ops);
+    return rh == CKPT_ERR_INFEASIBLE ? CKPT_OK : rh;
+}
+
 static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy,
                                      int k, uint32_t max_units, uint64_t budget, _ckpt_sched *s, ckpt_plan_info *info) {
     ckpt_result r;
@@ -2269,6 +2287,8 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
             if (r == CKPT_ERR_TOO_COMPLEX) s->n_ops = 0;
             r = _ckpt_best_of_heuristics(al, c, n, budget, s);
             if (r == CKPT_OK && s->n_ops == 0) r = CKPT_ERR_TOO_COMPLEX;
+        } else if (r == CKPT_OK) {
+            r = _ckpt_every_k_tie(al, c, n, budget, s);
         }
         return r;
     default:
