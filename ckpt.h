@@ -104,6 +104,34 @@
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
 
+   OFFLOAD (the offload policy; ckpt_plan_desc.bandwidth, bandwidth_h2d, host_budget)
+   -------
+   Two more operations move a buffer between device memory and the pinned host pool. The buffer
+   is X[i] (op.tape = 0, 1 <= i <= n-1) or T[i] (op.tape = 1, 1 <= i <= n):
+     O(i)  copies it to the host. It must be live on the device and not already offloaded; it
+           stays readable there until released (below). Host bytes grow by its size from this op
+           until the first read of the copy P(i) brings back.
+     P(i)  brings it back: a new device copy, live from this op. Needs an earlier O(i) of the
+           same buffer; the old device copy, if not yet released, is released at the op before.
+   Between O(i) and its P(i), nothing may rewrite or consume the buffer: no F(i) (for X[i]; for
+   T[i] no F(i, tape)), no B(i+1) (X[i]) or B(i) (T[i]). Every O has its P.
+   Time: compute runs the F and B ops in schedule order. Each direction of the link is a channel
+   that runs one copy at a time, in schedule order, at its bandwidth (bytes per unit of the stage
+   times). O's copy starts when compute has finished the ops before it and the device-to-host
+   channel is free. P's copy starts when compute has finished the ops before it, the
+   host-to-device channel is free and its O's copy is done. A compute op that reads a prefetched
+   buffer first starts only when that copy is done. The predicted time is the makespan: the end
+   of the last compute op or copy.
+   Memory: an offloaded device copy is released once it has no more reads before its P and its
+   copy is done by the time the next compute op would start (it counts up to the op before);
+   otherwise it counts until the op before its P, and the next compute op waits for the copy. peak
+   counts device bytes during every op, O and P included; host_peak counts the pinned pool.
+   The planner: recompute-only plans made for budgets from the given one up to store-all's peak,
+   each brought under the budget by offloading buffers idle across its peak (copies that fit in
+   the compute of their gap first, then the largest), with every P then moved as early as the
+   budgets allow; the fastest wins. It is never predicted slower than optimal at the same budget,
+   which is one of the candidates. It is a heuristic: no optimality guarantee.
+
    WRITING A BACKEND
    -----------------
    A backend is a ckpt_backend: a state pointer plus function pointers (see the struct below for
@@ -511,10 +539,12 @@ typedef enum ckpt_policy {
     CKPT_POLICY_EVERY_K = 2,    /* checkpoint every k-th boundary; k = 0: the best k that fits */
     CKPT_POLICY_SQRT = 3,       /* about sqrt(n) evenly spaced checkpoints */
     CKPT_POLICY_GREEDY = 4,     /* drop the boundary with most bytes saved per second of recompute */
-    CKPT_POLICY_COUNT_ = 5
+    CKPT_POLICY_OFFLOAD = 5,    /* per boundary: keep, offload to pinned host memory, or recompute
+                                   (needs ckpt_plan_desc.bandwidth; see OFFLOAD in the manual) */
+    CKPT_POLICY_COUNT_ = 6
 } ckpt_policy;
 
-/* "optimal", "store-all", "every-k", "sqrt", "greedy"; NULL for an unknown value. */
+/* "optimal", "store-all", "every-k", "sqrt", "greedy", "offload"; NULL for an unknown value. */
 CKPT_API const char *ckpt_policy_name(ckpt_policy p);
 /* Parses those names; CKPT_ERR_BAD_POLICY for anything else. */
 CKPT_API ckpt_result ckpt_policy_parse(const char *name, ckpt_policy *out);
@@ -539,6 +569,13 @@ typedef struct ckpt_plan_desc {
                                which unit was used. */
     ckpt_logger logger;     /* for ckpt_plan_create; ckpt_chain_plan uses the chain's */
     ckpt_allocator allocator;
+    /* offload policy: the link between device and pinned host memory, in bytes per unit of time
+       (the unit of the stage times: with times in ms, 25e6 is 25 GB/s). bandwidth is the
+       device-to-host direction; bandwidth_h2d the other (0: the same). 0 bandwidth: no link, and
+       the offload policy plans what optimal does. host_budget caps the pinned pool (0: no cap). */
+    double bandwidth;
+    double bandwidth_h2d;
+    uint64_t host_budget;
 } ckpt_plan_desc;
 
 /* F and B compute; O and P copy boundary X[stage] (1 <= stage <= n-1) to the pinned host pool
@@ -576,6 +613,9 @@ typedef struct ckpt_plan_info {
     ckpt_guarantee guarantee;
     int n_ops;
     int n_recomputed;       /* F operations beyond the first forward of each stage */
+    double compute_time;    /* sum of f and b of the ops (equal to time when nothing is offloaded) */
+    uint64_t host_peak;     /* pinned host bytes the offloaded boundaries need at most */
+    int n_offloaded;        /* O operations */
 } ckpt_plan_info;
 
 typedef struct ckpt_plan ckpt_plan;
@@ -592,9 +632,24 @@ CKPT_API const ckpt_plan_info *ckpt_plan_get_info(const ckpt_plan *plan);
 CKPT_API const ckpt_op *ckpt_plan_ops(const ckpt_plan *plan, int *n_ops);
 
 /* Replays a schedule in the cost model: checks every rule (CKPT_ERR_BAD_SCHEDULE, with the op
-   index in *bad_op when non-NULL) and returns its time and peak. */
+   index in *bad_op when non-NULL) and returns its time and peak. O and P ops are replayed
+   untimed (copies take no time; an offloaded boundary stays on the device until its P). */
 CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops,
                                             int n_ops, double *time, uint64_t *peak, int *bad_op);
+
+/* What ckpt_schedule_simulate_offload reports. */
+typedef struct ckpt_sim {
+    double time;            /* makespan */
+    double compute_time;    /* sum of f and b */
+    uint64_t peak;          /* device bytes */
+    uint64_t host_peak;     /* pinned host bytes */
+} ckpt_sim;
+
+/* The same with the link of the OFFLOAD cost model: bandwidth d2h and h2d in bytes per unit of
+   time (h2d 0: as d2h). CKPT_ERR_BAD_ARGUMENT when d2h is not positive and finite. */
+CKPT_API ckpt_result ckpt_schedule_simulate_offload(const ckpt_cost *costs, int n, const ckpt_op *ops, int n_ops,
+                                                    double bandwidth_d2h, double bandwidth_h2d, ckpt_sim *out,
+                                                    int *bad_op);
 
 /* >>layout -------------------------------------------------------------------------------------
    Carve one buffer (a tape or a workspace) into aligned pieces. Fill bytes and align (a power of
@@ -858,7 +913,7 @@ CKPT_API void *ckpt_layout_ptr(const void *base, const ckpt_layout_entry *entrie
 
 /* >>policy names */
 static const char *const _ckpt_policy_names[CKPT_POLICY_COUNT_] = {
-    "optimal", "store-all", "every-k", "sqrt", "greedy"};
+    "optimal", "store-all", "every-k", "sqrt", "greedy", "offload"};
 CKPT_API const char *ckpt_policy_name(ckpt_policy p) {
     return ((int)p >= 0 && (int)p < CKPT_POLICY_COUNT_) ? _ckpt_policy_names[p] : NULL;
 }
@@ -917,7 +972,7 @@ typedef struct _ckpt_buf {
 typedef struct _ckpt_instr {
     int in, out, tape, ws, gout, gin;
     int first;              /* F: first forward of this stage in the step */
-    int wait_p;             /* F, B: the P op whose copy this op's input waits for; -1: none */
+    int wait_p, wait_p2;    /* F, B: P ops whose copies this op's inputs wait for; -1: none */
     int wait_o;             /* F, B: first of the O ops (chained by o_next) whose device buffer was
                                released just before this op: it waits for their copies; -1: none */
     int src_op;             /* P: its O op */
@@ -975,7 +1030,8 @@ static uint64_t _ckpt_peak_of(const _ckpt_buf *b, int nb, int n_ops, int64_t *de
 
 /* Per-analysis scratch of the structural pass. */
 typedef struct _ckpt_an_work {
-    int *cur_x, *cur_t, *cur_g, *cur_h;     /* per boundary: live buffer index or -1 */
+    int *cur_x, *cur_t, *cur_g;             /* per boundary / stage: live buffer index or -1 */
+    int *cur_hx, *cur_ht;                   /* host copies of X[i] and T[i] waiting for a P */
     int *o_op;              /* per device buffer: the O op that offloaded it, or -1 */
     int *p_op;              /* per device buffer: the P op that created it, or -1 */
     int *last_read;         /* per device buffer: the last F/B op that read it */
@@ -986,7 +1042,8 @@ typedef struct _ckpt_an_work {
    prefetch and ends the life of its host copy. */
 static void _ckpt_an_read(_ckpt_analysis *an, _ckpt_an_work *w, int b, int k) {
     if (w->p_op[b] >= 0 && w->last_read[b] < 0) {
-        an->instr[k].wait_p = w->p_op[b];
+        if (an->instr[k].wait_p < 0) an->instr[k].wait_p = w->p_op[b];
+        else an->instr[k].wait_p2 = w->p_op[b];
         an->hbufs[an->instr[w->p_op[b]].in].end = k;
     }
     if (an->bufs[b].end < k) an->bufs[b].end = k;
@@ -1006,7 +1063,7 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
         _ckpt_instr *in = &an->instr[k];
         if (op->kind == CKPT_OP_O) {
             double start = clock > d2h_free ? clock : d2h_free;
-            copy_end[k] = link ? start + (double)c[op->stage - 1].a / link->d2h : clock;
+            copy_end[k] = link ? start + (double)an->hbufs[in->out].bytes / link->d2h : clock;
             d2h_free = copy_end[k];
             pending[np++] = in->in;
         } else if (op->kind == CKPT_OP_P) {
@@ -1021,11 +1078,12 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
                     break;
                 }
             if (copy_end[o] > start) start = copy_end[o];
-            copy_end[k] = link ? start + (double)c[op->stage - 1].a / link->h2d : start;
+            copy_end[k] = link ? start + (double)an->hbufs[in->in].bytes / link->h2d : start;
             h2d_free = copy_end[k];
         } else {
             double s = clock > must_wait ? clock : must_wait, dur;
             if (in->wait_p >= 0 && copy_end[in->wait_p] > s) s = copy_end[in->wait_p];
+            if (in->wait_p2 >= 0 && copy_end[in->wait_p2] > s) s = copy_end[in->wait_p2];
             in->wait_o = forced_head;
             forced_head = -1;
             must_wait = 0;
@@ -1067,7 +1125,8 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     w.cur_x = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
     w.cur_t = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
     w.cur_g = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
-    w.cur_h = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
+    w.cur_hx = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
+    w.cur_ht = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
     w.used = (unsigned char *)_ckpt_calloc(al, (size_t)n + 1, 1);
     w.o_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
     w.p_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
@@ -1080,12 +1139,12 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     count = (int *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int));
     pending = (int *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(int));
     copy_end = (double *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(double));
-    if (!w.cur_x || !w.cur_t || !w.cur_g || !w.cur_h || !w.used || !w.o_op || !w.p_op || !w.last_read || !an->bufs ||
+    if (!w.cur_x || !w.cur_t || !w.cur_g || !w.cur_hx || !w.cur_ht || !w.used || !w.o_op || !w.p_op || !w.last_read || !an->bufs ||
         !an->hbufs || !an->instr || !an->o_next || !delta || !count || !pending || !copy_end) {
         res = CKPT_ERR_OUT_OF_HOST_MEMORY;
         goto done;
     }
-    for (k = 0; k <= n; k++) w.cur_x[k] = w.cur_t[k] = w.cur_g[k] = w.cur_h[k] = -1;
+    for (k = 0; k <= n; k++) w.cur_x[k] = w.cur_t[k] = w.cur_g[k] = w.cur_hx[k] = w.cur_ht[k] = -1;
     for (k = 0; k < (int)nb_cap; k++) w.o_op[k] = w.p_op[k] = w.last_read[k] = -1;
 #define _CKPT_BAD(text) do { *bad = k; *why = (text); res = CKPT_ERR_BAD_SCHEDULE; goto done; } while (0)
     for (k = 0; k < n_ops; k++) {
@@ -1093,7 +1152,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
         int i = op->stage;
         _ckpt_instr *in = &an->instr[k];
         in->in = in->out = in->tape = in->ws = in->gout = in->gin = -1;
-        in->wait_p = in->wait_o = in->src_op = -1;
+        in->wait_p = in->wait_p2 = in->wait_o = in->src_op = -1;
         an->o_next[k] = -1;
         if (i < 1 || i > n) _CKPT_BAD("stage out of range 1..n");
         if (op->kind == CKPT_OP_F) {
@@ -1101,7 +1160,8 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
             if (op->tape != 0 && op->tape != 1) _CKPT_BAD("F tape flag must be 0 or 1");
             if (i == n && fn_done) _CKPT_BAD("F(n) runs more than once");
             if (i == n && !op->tape) _CKPT_BAD("F(n) must keep its tape");
-            if (w.cur_h[i] >= 0) _CKPT_BAD("F(i) recomputes X[i] while its host copy waits for a P(i)");
+            if (w.cur_hx[i] >= 0) _CKPT_BAD("F(i) recomputes X[i] while its host copy waits for a P(i)");
+            if (op->tape && w.cur_ht[i] >= 0) _CKPT_BAD("F(i, tape) recomputes T[i] while its host copy waits for a P(i, tape)");
             if (i >= 2) {
                 if (w.cur_x[i - 1] < 0) _CKPT_BAD("F(i) reads X[i-1], which is not live");
                 in->in = w.cur_x[i - 1];
@@ -1122,10 +1182,13 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
             if (!fn_done) _CKPT_BAD("B before F(n)");
             if (i != next_b) _CKPT_BAD("B must run in order n, n-1, ..., 1, each once");
             if (w.cur_t[i] < 0) _CKPT_BAD("B(i) needs T[i], which no F(i, tape) kept");
-            an->bufs[w.cur_t[i]].end = k; in->tape = w.cur_t[i]; w.cur_t[i] = -1;
+            if (w.cur_ht[i] >= 0) _CKPT_BAD("B(i) consumes T[i] while its host copy waits for a P(i, tape)");
+            in->tape = w.cur_t[i];
+            _ckpt_an_read(an, &w, in->tape, k);
+            w.cur_t[i] = -1;
             if (i >= 2) {
                 if (w.cur_x[i - 1] < 0) _CKPT_BAD("B(i) needs X[i-1], which is not live");
-                if (w.cur_h[i - 1] >= 0) _CKPT_BAD("B(i) consumes X[i-1] while its host copy waits for a P(i-1)");
+                if (w.cur_hx[i - 1] >= 0) _CKPT_BAD("B(i) consumes X[i-1] while its host copy waits for a P(i-1)");
                 in->in = w.cur_x[i - 1];
                 _ckpt_an_read(an, &w, in->in, k);
                 w.cur_x[i - 1] = -1;
@@ -1135,34 +1198,34 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
             if (i >= 2) in->gin = w.cur_g[i - 1] = _ckpt_new_buf(an, c[i - 2].a, k);
             in->ws = _ckpt_new_buf(an, s->wb, k);
             next_b--;
-        } else if (op->kind == CKPT_OP_O) {
-            if (i >= n) _CKPT_BAD("O(i) offloads a boundary 1..n-1");
-            if (w.cur_x[i] < 0) _CKPT_BAD("O(i) copies X[i], which is not live");
-            if (w.cur_h[i] >= 0 || w.o_op[w.cur_x[i]] >= 0) _CKPT_BAD("O(i) twice before a P(i)");
-            in->in = w.cur_x[i];
-            w.o_op[in->in] = k;
-            in->out = w.cur_h[i] = an->n_hbufs;
-            an->hbufs[an->n_hbufs].bytes = c[i - 1].a;
-            an->hbufs[an->n_hbufs].start = an->hbufs[an->n_hbufs].end = k;
-            an->n_hbufs++;
-            an->n_offloads++;
-            if (an->bufs[in->in].end < k) an->bufs[in->in].end = k;
-        } else if (op->kind == CKPT_OP_P) {
-            int old = w.cur_x[i];
-            if (i >= n) _CKPT_BAD("P(i) prefetches a boundary 1..n-1");
-            if (w.cur_h[i] < 0) _CKPT_BAD("P(i) without an O(i) before it");
-            in->in = w.cur_h[i];
-            in->src_op = -1;
-            {   /* the O this P undoes */
-                int j;
-                for (j = k - 1; j >= 0; j--)
-                    if (ops[j].kind == CKPT_OP_O && ops[j].stage == i) { in->src_op = j; break; }
+        } else if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P) {
+            /* tape 0: boundary X[i] (1..n-1); tape 1: stage i's tape T[i] */
+            int *cur = op->tape ? w.cur_t : w.cur_x, *cur_h = op->tape ? w.cur_ht : w.cur_hx;
+            if (op->tape != 0 && op->tape != 1) _CKPT_BAD("O/P tape flag must be 0 (X[i]) or 1 (T[i])");
+            if (!op->tape && i >= n) _CKPT_BAD("O/P of a boundary: X[1]..X[n-1]");
+            if (op->kind == CKPT_OP_O) {
+                if (cur[i] < 0) _CKPT_BAD("O copies a buffer that is not live");
+                if (cur_h[i] >= 0 || w.o_op[cur[i]] >= 0) _CKPT_BAD("O twice before a P");
+                in->in = cur[i];
+                w.o_op[in->in] = k;
+                in->out = cur_h[i] = an->n_hbufs;
+                an->hbufs[an->n_hbufs].bytes = op->tape ? c[i - 1].t : c[i - 1].a;
+                an->hbufs[an->n_hbufs].start = an->hbufs[an->n_hbufs].end = k;
+                an->n_hbufs++;
+                an->n_offloads++;
+                if (an->bufs[in->in].end < k) an->bufs[in->in].end = k;
+            } else {
+                int old = cur[i], j;
+                if (cur_h[i] < 0) _CKPT_BAD("P without an O before it");
+                if (old >= 0 && w.o_op[old] < 0) _CKPT_BAD("P while the buffer is live and not offloaded");
+                in->in = cur_h[i];
+                for (j = k - 1; j >= 0; j--)     /* the O this P undoes */
+                    if (ops[j].kind == CKPT_OP_O && ops[j].stage == i && ops[j].tape == op->tape) { in->src_op = j; break; }
+                cur_h[i] = -1;
+                in->out = cur[i] = _ckpt_new_buf(an, op->tape ? c[i - 1].t : c[i - 1].a, k);
+                w.p_op[in->out] = k;
+                an->hbufs[in->in].end = k;
             }
-            if (old >= 0 && w.o_op[old] < 0) _CKPT_BAD("P(i) while X[i] is live and not offloaded");
-            w.cur_h[i] = -1;
-            in->out = w.cur_x[i] = _ckpt_new_buf(an, c[i - 1].a, k);
-            w.p_op[in->out] = k;
-            an->hbufs[in->in].end = k;
         } else {
             _CKPT_BAD("unknown op kind");
         }
@@ -1170,8 +1233,11 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     k = n_ops;
     if (!fn_done) _CKPT_BAD("the schedule never runs F(n)");
     if (next_b != 0) _CKPT_BAD("the schedule does not run every B down to B(1)");
-    for (k = 1; k < n; k++)
-        if (w.cur_h[k] >= 0) { k = an->hbufs[w.cur_h[k]].start; _CKPT_BAD("O(i) without a P(i) after it"); }
+    for (k = 1; k <= n; k++)
+        if (w.cur_hx[k] >= 0 || w.cur_ht[k] >= 0) {
+            k = an->hbufs[w.cur_hx[k] >= 0 ? w.cur_hx[k] : w.cur_ht[k]].start;
+            _CKPT_BAD("O without a P after it");
+        }
     k = n_ops;
 #undef _CKPT_BAD
     /* The first F(i) of the schedule is the first forward; every later one is a replay. */
@@ -1188,7 +1254,8 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     an->peak = _ckpt_peak_of(an->bufs, an->n_bufs, n_ops, delta, count, &an->max_live_bufs);
     an->host_peak = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, delta, NULL, NULL);
 done:
-    _ckpt_free(al, w.cur_x); _ckpt_free(al, w.cur_t); _ckpt_free(al, w.cur_g); _ckpt_free(al, w.cur_h);
+    _ckpt_free(al, w.cur_x); _ckpt_free(al, w.cur_t); _ckpt_free(al, w.cur_g);
+    _ckpt_free(al, w.cur_hx); _ckpt_free(al, w.cur_ht);
     _ckpt_free(al, w.used); _ckpt_free(al, w.o_op); _ckpt_free(al, w.p_op); _ckpt_free(al, w.last_read);
     _ckpt_free(al, delta); _ckpt_free(al, count); _ckpt_free(al, pending); _ckpt_free(al, copy_end);
     if (res != CKPT_OK || !want_bufs) {
@@ -1217,6 +1284,32 @@ CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const
     if (r != CKPT_OK) return r;
     if (time) *time = an.time;
     if (peak) *peak = an.peak;
+    return CKPT_OK;
+}
+
+CKPT_API ckpt_result ckpt_schedule_simulate_offload(const ckpt_cost *costs, int n, const ckpt_op *ops, int n_ops,
+                                                    double bandwidth_d2h, double bandwidth_h2d, ckpt_sim *out,
+                                                    int *bad_op) {
+    _ckpt_analysis an;
+    _ckpt_link link;
+    const char *why;
+    int bad;
+    ckpt_result r = _ckpt_check_costs(costs, n, NULL);
+    if (bad_op) *bad_op = -1;
+    if (r != CKPT_OK) return r;
+    if (!ops && n_ops > 0) return CKPT_ERR_NULL_ARGUMENT;
+    if (n_ops < 0) return CKPT_ERR_BAD_INDEX;
+    if (!(bandwidth_d2h > 0 && bandwidth_d2h < DBL_MAX) || !(bandwidth_h2d >= 0 && bandwidth_h2d < DBL_MAX))
+        return CKPT_ERR_BAD_ARGUMENT;
+    link.d2h = bandwidth_d2h;
+    link.h2d = bandwidth_h2d > 0 ? bandwidth_h2d : bandwidth_d2h;
+    r = _ckpt_analyze(costs, n, ops, n_ops, &link, NULL, 0, &an, &bad, &why);
+    if (bad_op) *bad_op = bad;
+    if (r != CKPT_OK) return r;
+    if (out) {
+        out->time = an.time; out->compute_time = an.compute_time;
+        out->peak = an.peak; out->host_peak = an.host_peak;
+    }
     return CKPT_OK;
 }
 
@@ -2245,8 +2338,20 @@ static ckpt_result _ckpt_every_k_tie(const ckpt_allocator *al, const ckpt_cost *
     return rh == CKPT_ERR_INFEASIBLE ? CKPT_OK : rh;
 }
 
+/* The offload planner's inputs (see >>planner: offload below). */
+typedef struct _ckpt_off {
+    const ckpt_allocator *al;
+    const ckpt_cost *c;
+    int n;
+    uint64_t budget, host_budget;
+    _ckpt_link link;
+} _ckpt_off;
+static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, _ckpt_sched *s, ckpt_plan_info *info);
+
+/* off: the offload policy's link and budgets (NULL for the others). */
 static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy,
-                                     int k, uint32_t max_units, uint64_t budget, _ckpt_sched *s, ckpt_plan_info *info) {
+                                     int k, uint32_t max_units, uint64_t budget, const _ckpt_off *off,
+                                     _ckpt_sched *s, ckpt_plan_info *info) {
     ckpt_result r;
     double t;
     uint64_t p = 0;
@@ -2268,6 +2373,13 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
     case CKPT_POLICY_GREEDY:
         if (n > CKPT_CUBIC_MAX_STAGES) return CKPT_ERR_TOO_COMPLEX;
         return _ckpt_greedy_sched(al, c, n, budget, s, &info->min_budget);
+    case CKPT_POLICY_OFFLOAD:
+        if (off && off->link.d2h > 0) {
+            _ckpt_off o = *off;
+            o.budget = budget < info->store_all_peak ? budget : info->store_all_peak;
+            return _ckpt_offload_plan(&o, max_units, s, info);
+        }
+        return _ckpt_plan_policy(al, c, n, CKPT_POLICY_OPTIMAL, k, max_units, budget, NULL, s, info);   /* no link */
     case CKPT_POLICY_OPTIMAL:
         if (budget > info->store_all_peak) budget = info->store_all_peak;   /* store-all is fastest */
         if (_ckpt_xs_size(c, n) > 0) {
@@ -2296,10 +2408,209 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
     }
 }
 
+/* >>planner: offload, jointly with recomputation -----------------------------------------------
+   A recompute-only plan made for a larger budget B' recomputes less; offloading boundaries that
+   sit idle across its peak brings it down to the budget. For B' from the budget itself (no
+   offload: the recompute-only optimum) up to store-all's peak, the planner takes optimal's plan,
+   then repeatedly finds the first op over the budget and offloads the boundary idle across it
+   (O right after its last access, P right before its next read), preferring copies that fit in
+   the compute of the gap and then the largest boundary; then it moves each P as early as device
+   memory and the host budget allow. The fastest result by makespan wins, so the plan is never
+   predicted slower than the recompute-only optimum. */
+
+/* Buffer (i, tape): tape 0 is X[i], read by F(i+1) and B(i+1); tape 1 is T[i], read by B(i). */
+static int _ckpt_reads_buf(const ckpt_op *op, int i, int tape) {
+    if (tape) return op->kind == CKPT_OP_B && op->stage == i;
+    return (op->kind == CKPT_OP_F || op->kind == CKPT_OP_B) && op->stage == i + 1;
+}
+static int _ckpt_makes_buf(const ckpt_op *op, int i, int tape) {
+    if (op->stage != i) return 0;
+    if (op->kind == CKPT_OP_P) return op->tape == tape;
+    return op->kind == CKPT_OP_F && (!tape || op->tape);
+}
+static int _ckpt_ends_buf(const ckpt_op *op, int i, int tape) {
+    return op->kind == CKPT_OP_B && op->stage == (tape ? i : i + 1);
+}
+
+/* The (i, tape) buffer live and idle across op k: its last access before k (*p) and its first read
+   after k (*r). 0 when there is none, or it is offloaded already. */
+static int _ckpt_off_gap(const ckpt_op *ops, int n_ops, int i, int tape, int k, int *p, int *r) {
+    int j, last = -1, live = 0, offl = 0;
+    for (j = 0; j < k; j++) {
+        const ckpt_op *op = &ops[j];
+        if (_ckpt_makes_buf(op, i, tape)) { live = 1; last = j; offl = 0; }
+        else if (_ckpt_ends_buf(op, i, tape)) live = 0;
+        else if (_ckpt_reads_buf(op, i, tape) && live) last = j;
+        else if (op->kind == CKPT_OP_O && op->stage == i && op->tape == tape) offl = 1;
+    }
+    if (!live || offl || _ckpt_reads_buf(&ops[k], i, tape) || _ckpt_makes_buf(&ops[k], i, tape)) return 0;
+    for (j = k + 1; j < n_ops; j++) {
+        if (_ckpt_reads_buf(&ops[j], i, tape)) { *p = last; *r = j; return 1; }
+        if (_ckpt_makes_buf(&ops[j], i, tape)) return 0;
+    }
+    return 0;
+}
+
+static void _ckpt_ops_insert(ckpt_op *ops, int *n_ops, int pos, ckpt_op_kind kind, int stage, int tape) {
+    memmove(ops + pos + 1, ops + pos, (size_t)(*n_ops - pos) * sizeof *ops);
+    ops[pos].kind = kind; ops[pos].stage = stage; ops[pos].tape = tape;
+    (*n_ops)++;
+}
+
+/* Time, peaks and validity of ops; *over gets the first op whose device live bytes exceed the
+   budget (-1: none). live: n_ops + 2 scratch. */
+static ckpt_result _ckpt_off_eval(const _ckpt_off *o, const ckpt_op *ops, int n_ops, double *t, uint64_t *peak,
+                                  uint64_t *host_peak, int *over, int64_t *live) {
+    _ckpt_analysis an;
+    const char *why;
+    int bad, k, b;
+    int64_t acc = 0;
+    ckpt_result r = _ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, over != NULL, &an, &bad, &why);
+    if (r != CKPT_OK) return r;
+    *t = an.time; *peak = an.peak; *host_peak = an.host_peak;
+    if (over) {
+        *over = -1;
+        memset(live, 0, ((size_t)n_ops + 2) * sizeof *live);
+        for (b = 0; b < an.n_bufs; b++) {
+            live[an.bufs[b].start] += (int64_t)an.bufs[b].bytes;
+            live[an.bufs[b].end + 1] -= (int64_t)an.bufs[b].bytes;
+        }
+        for (k = 0; k < n_ops && *over < 0; k++) { acc += live[k]; if ((uint64_t)acc > o->budget) *over = k; }
+        _ckpt_analysis_free(o->al, &an);
+    }
+    return CKPT_OK;
+}
+
+static int _ckpt_off_fits(const _ckpt_off *o, uint64_t peak, uint64_t host_peak) {
+    return peak <= o->budget && (!o->host_budget || host_peak <= o->host_budget);
+}
+
+/* Adds O/P pairs to ops (room for 2n more) until the device peak fits. CKPT_ERR_INFEASIBLE when
+   no idle boundary is left to offload. */
+static ckpt_result _ckpt_off_insert(const _ckpt_off *o, ckpt_op *ops, int *n_ops, int64_t *live) {
+    int iter, i;
+    for (iter = 0; iter < 2 * o->n; iter++) {   /* each of 2n-1 buffers at most once: room for 4n ops */
+        double t, best_bytes = 0, best_gap = 0;
+        int best_hidden = 0;
+        uint64_t peak, hp;
+        int k, best_i = -1, best_tape = 0, best_p = -1, best_r = -1;
+        ckpt_result r = _ckpt_off_eval(o, ops, *n_ops, &t, &peak, &hp, &k, live);
+        if (r != CKPT_OK) return r;
+        if (k < 0) return _ckpt_off_fits(o, peak, hp) ? CKPT_OK : CKPT_ERR_INFEASIBLE;
+        for (i = 1; i <= 2 * o->n; i++) {   /* X[1..n-1], then T[1..n] */
+            int tape = i > o->n, st = tape ? i - o->n : i, p, q, j;
+            double gap = 0, copy, bytes;
+            int hidden;
+            if ((!tape && st >= o->n) || !_ckpt_off_gap(ops, *n_ops, st, tape, k, &p, &q)) continue;
+            bytes = (double)(tape ? o->c[st - 1].t : o->c[st - 1].a);
+            if (bytes == 0) continue;
+            for (j = p + 1; j < q; j++)
+                if (ops[j].kind == CKPT_OP_F || ops[j].kind == CKPT_OP_B)
+                    gap += ops[j].kind == CKPT_OP_F ? o->c[ops[j].stage - 1].f : o->c[ops[j].stage - 1].b;
+            copy = bytes / o->link.d2h + bytes / o->link.h2d;
+            hidden = gap >= copy;
+            /* hidden copies first, then the most bytes, then the longest gap */
+            if (best_i < 0 || hidden > best_hidden || (hidden == best_hidden && (bytes > best_bytes ||
+                (bytes == best_bytes && gap > best_gap)))) {
+                best_hidden = hidden; best_bytes = bytes; best_gap = gap;
+                best_i = st; best_tape = tape; best_p = p; best_r = q;
+            }
+        }
+        if (best_i < 0) return CKPT_ERR_INFEASIBLE;
+        _ckpt_ops_insert(ops, n_ops, best_p + 1, CKPT_OP_O, best_i, best_tape);
+        _ckpt_ops_insert(ops, n_ops, best_r + 1, CKPT_OP_P, best_i, best_tape);
+        r = _ckpt_off_eval(o, ops, *n_ops, &t, &peak, &hp, NULL, live);
+        if (r != CKPT_OK) return r == CKPT_ERR_BAD_SCHEDULE ? CKPT_ERR_INFEASIBLE : r;
+        if (o->host_budget && hp > o->host_budget) return CKPT_ERR_INFEASIBLE;
+    }
+    return CKPT_ERR_INFEASIBLE;
+}
+
+/* Moves each P as early as the budgets allow (not before its O or the previous P), keeping a move
+   only if the makespan does not grow. */
+static ckpt_result _ckpt_off_hoist(const _ckpt_off *o, ckpt_op *ops, int n_ops) {
+    int q, j;
+    double t0;
+    uint64_t p0, h0;
+    ckpt_result r = _ckpt_off_eval(o, ops, n_ops, &t0, &p0, &h0, NULL, NULL);
+    if (r != CKPT_OK) return r;
+    for (q = 0; q < n_ops; q++) {
+        int lo = q, pos;
+        if (ops[q].kind != CKPT_OP_P) continue;
+        for (j = q - 1; j >= 0; j--) {
+            int st = ops[q].stage, tp = ops[q].tape;
+            if (ops[j].kind == CKPT_OP_P || (ops[j].kind == CKPT_OP_O && ops[j].stage == st && ops[j].tape == tp) ||
+                _ckpt_reads_buf(&ops[j], st, tp) || _ckpt_makes_buf(&ops[j], st, tp)) break;
+            lo = j;
+        }
+        for (pos = lo; pos < q; pos++) {     /* earliest first: the first that fits is kept */
+            ckpt_op moved = ops[q];
+            double t;
+            uint64_t pk, hp;
+            memmove(ops + pos + 1, ops + pos, (size_t)(q - pos) * sizeof *ops);
+            ops[pos] = moved;
+            r = _ckpt_off_eval(o, ops, n_ops, &t, &pk, &hp, NULL, NULL);
+            if (r == CKPT_OK && _ckpt_off_fits(o, pk, hp) && t <= t0) { t0 = t; break; }
+            memmove(ops + pos, ops + pos + 1, (size_t)(q - pos) * sizeof *ops);
+            ops[q] = moved;
+            if (r != CKPT_OK && r != CKPT_ERR_BAD_SCHEDULE) return r;
+        }
+    }
+    return CKPT_OK;
+}
+
+static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, _ckpt_sched *s, ckpt_plan_info *info) {
+    const int grid = 8;
+    _ckpt_sched cand = {NULL, 0, 0};
+    ckpt_plan_info ci;
+    ckpt_op *ops = NULL;
+    int64_t *live = NULL;
+    double best_t = DBL_MAX;
+    uint64_t best_p = UINT64_MAX, sa = info->store_all_peak, min_budget = UINT64_MAX;
+    int j, best_n = 0;
+    ckpt_result r = CKPT_OK;
+    for (j = 0; j <= grid && r == CKPT_OK; j++) {
+        uint64_t bj = j == 0 ? o->budget : o->budget + (uint64_t)((double)(sa - o->budget) * j / grid);
+        double t;
+        uint64_t pk, hp;
+        int n_ops;
+        ckpt_result rj;
+        if (j > 0 && (o->budget >= sa || bj <= o->budget)) break;
+        ci = *info;
+        rj = _ckpt_plan_policy(o->al, o->c, o->n, CKPT_POLICY_OPTIMAL, 0, max_units, bj, NULL, &cand, &ci);
+        if (j == 0) min_budget = ci.min_budget;
+        if (rj == CKPT_ERR_INFEASIBLE) continue;
+        if (rj != CKPT_OK) { r = rj; break; }
+        _ckpt_free(o->al, ops); _ckpt_free(o->al, live);
+        ops = (ckpt_op *)_ckpt_malloc(o->al, ((size_t)cand.n_ops + 4 * (size_t)o->n + 4) * sizeof *ops);
+        live = (int64_t *)_ckpt_malloc(o->al, ((size_t)cand.n_ops + 4 * (size_t)o->n + 8) * sizeof *live);
+        if (!ops || !live) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; break; }
+        memcpy(ops, cand.ops, (size_t)cand.n_ops * sizeof *ops);
+        n_ops = cand.n_ops;
+        rj = _ckpt_off_insert(o, ops, &n_ops, live);
+        if (rj == CKPT_OK) rj = _ckpt_off_hoist(o, ops, n_ops);
+        if (rj == CKPT_OK) rj = _ckpt_off_eval(o, ops, n_ops, &t, &pk, &hp, NULL, NULL);
+        if (rj == CKPT_ERR_INFEASIBLE || (rj == CKPT_OK && !_ckpt_off_fits(o, pk, hp))) continue;
+        if (rj != CKPT_OK) { r = rj; break; }
+        if (t < best_t || (t == best_t && pk < best_p)) {
+            ckpt_op *keep = s->ops;
+            s->ops = ops; s->n_ops = n_ops; s->cap = n_ops;
+            ops = keep;
+            best_t = t; best_p = pk; best_n = 1;
+        }
+    }
+    _ckpt_free(o->al, ops); _ckpt_free(o->al, live); _ckpt_free(o->al, cand.ops);
+    info->min_budget = min_budget;
+    info->guarantee = CKPT_GUARANTEE_NONE;
+    if (r != CKPT_OK) return r;
+    return best_n ? CKPT_OK : CKPT_ERR_INFEASIBLE;
+}
+
 /* Plans and fills a new ckpt_plan; on CKPT_ERR_INFEASIBLE, *info still has the figures. */
 static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *lg, const ckpt_cost *c, int n,
                                    const ckpt_plan_desc *desc, ckpt_plan **out, ckpt_plan_info *info) {
     _ckpt_sched s = {NULL, 0, 0};
+    _ckpt_off off;
     ckpt_plan *plan = NULL;
     ckpt_policy policy = desc ? desc->policy : CKPT_POLICY_OPTIMAL;
     int k = desc ? desc->k : 0;
@@ -2311,6 +2622,18 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
         return _CKPT_ERR(lg, CKPT_ERR_BAD_POLICY, "ckpt_plan_desc.policy %d is not a ckpt_policy", (int)policy);
     if (policy == CKPT_POLICY_EVERY_K && (k < 0 || k > n))
         return _CKPT_ERR(lg, CKPT_ERR_BAD_K, "ckpt_plan_desc.k is %d; it must be 0 (best) or 1..%d", k, n);
+    if (desc && (!(desc->bandwidth >= 0 && desc->bandwidth < DBL_MAX) ||
+                 !(desc->bandwidth_h2d >= 0 && desc->bandwidth_h2d < DBL_MAX)))
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_plan_desc.bandwidth %g / bandwidth_h2d %g: must be finite and "
+                         "not negative", desc->bandwidth, desc->bandwidth_h2d);
+    memset(&off, 0, sizeof off);
+    off.al = al; off.c = c; off.n = n;
+    if (desc && policy == CKPT_POLICY_OFFLOAD) {
+        off.host_budget = desc->host_budget;
+        off.link.d2h = desc->bandwidth;
+        off.link.h2d = desc->bandwidth_h2d > 0 ? desc->bandwidth_h2d : desc->bandwidth;
+        if (off.link.d2h > 0 && !(off.link.h2d > 0)) off.link.d2h = 0;
+    }
     info->policy = policy;
     /* store-all first: the reference figures, and the default budget */
     if ((r = _ckpt_every_k_sched(al, c, n, n, &s)) != CKPT_OK ||
@@ -2319,7 +2642,8 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     /* budget 0: no limit. A recomputing policy may peak above store-all (a recomputation can
        overlap a live gradient), so "no limit" really is none; the info then names the peak. */
     info->budget = desc && desc->budget ? desc->budget : UINT64_MAX;
-    r = _ckpt_plan_policy(al, c, n, policy, k, desc ? desc->max_units : 0, info->budget, &s, info);
+    r = _ckpt_plan_policy(al, c, n, policy, k, desc ? desc->max_units : 0, info->budget,
+                          off.link.d2h > 0 ? &off : NULL, &s, info);
     if (r == CKPT_ERR_INFEASIBLE) {
         _CKPT_ERR(lg, r, "budget %llu bytes is infeasible for policy %s; the smallest feasible budget is %llu bytes",
                   (unsigned long long)info->budget, ckpt_policy_name(policy), (unsigned long long)info->min_budget);
@@ -2333,7 +2657,16 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
                   "limits; a larger budget plans faster", (unsigned long long)info->budget,
                   (unsigned long long)info->min_budget);
     if (r != CKPT_OK) goto fail;
-    if ((r = _ckpt_sched_eval_into(al, c, n, &s, &info->time, &info->peak)) != CKPT_OK) goto fail;
+    {
+        _ckpt_analysis an;
+        const char *why;
+        int bad;
+        r = _ckpt_analyze(c, n, s.ops, s.n_ops, off.link.d2h > 0 ? &off.link : NULL, al, 0, &an, &bad, &why);
+        CKPT_ASSERT(r != CKPT_ERR_BAD_SCHEDULE);
+        if (r != CKPT_OK) goto fail;
+        info->time = an.time; info->peak = an.peak; info->compute_time = an.compute_time;
+        info->host_peak = an.host_peak; info->n_offloaded = an.n_offloads;
+    }
     CKPT_ASSERT(info->peak <= info->budget);
     if (!(desc && desc->budget)) info->budget = info->peak > info->store_all_peak ? info->peak : info->store_all_peak;
     plan = (ckpt_plan *)_ckpt_calloc(al, 1, sizeof *plan);
@@ -2348,6 +2681,7 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     }
     plan->info = *info;
     plan->ops = s.ops;
+    plan->link = off.link;
     *out = plan;
     return CKPT_OK;
 fail:
@@ -2695,6 +3029,7 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
     memcpy(plan->ops, ops, (size_t)n_ops * sizeof(ckpt_op));
     plan->info.policy = CKPT_POLICY_COUNT_;
     plan->info.time = t; plan->info.peak = p; plan->info.budget = p; plan->info.min_budget = p;
+    plan->info.compute_time = t;
     plan->info.n_ops = n_ops; plan->info.unit = 1;
     for (i = 0; i < n_ops; i++) plan->info.n_recomputed += ops[i].kind == CKPT_OP_F;
     plan->info.n_recomputed -= ch->n;
