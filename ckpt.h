@@ -720,6 +720,9 @@ typedef struct ckpt_chain_stats {
     uint64_t ops_run;           /* operations executed */
     int failed_stage;           /* stage (0-based) of the last CKPT_ERR_CALLBACK, else -1 */
     ckpt_result failed_result;  /* what that callback returned */
+    uint64_t planned_host_peak; /* offload: the plan's pinned bytes */
+    uint64_t pool_bytes;        /* offload: the pinned pool allocated once through the backend */
+    uint64_t copies;            /* offload: O and P copies issued */
 } ckpt_chain_stats;
 
 CKPT_API ckpt_result ckpt_chain_get_stats(const ckpt_chain *chain, ckpt_chain_stats *out);
@@ -988,6 +991,7 @@ typedef struct _ckpt_analysis {
     double time;            /* makespan (the sum of f and b when nothing is offloaded) */
     double compute_time;    /* sum of f and b */
     uint64_t peak, host_peak;
+    uint64_t host_peak_aligned; /* host_peak with every buffer rounded up to CKPT_ALIGN */
     int fn_op;              /* index of F(n) */
     int max_live_bufs;      /* most buffers live during one op */
     int n_offloads;         /* O ops */
@@ -1253,6 +1257,13 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     _ckpt_an_timeline(c, ops, n_ops, link, an, &w, copy_end, pending);
     an->peak = _ckpt_peak_of(an->bufs, an->n_bufs, n_ops, delta, count, &an->max_live_bufs);
     an->host_peak = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, delta, NULL, NULL);
+    {   /* the pool is laid out in CKPT_ALIGN steps: the planner keeps that bound within the budget */
+        int h;
+        for (h = 0; h < an->n_hbufs; h++) an->hbufs[h].offset = an->hbufs[h].bytes;   /* offset: scratch here */
+        for (h = 0; h < an->n_hbufs; h++) an->hbufs[h].bytes = (an->hbufs[h].bytes + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
+        an->host_peak_aligned = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, delta, NULL, NULL);
+        for (h = 0; h < an->n_hbufs; h++) { an->hbufs[h].bytes = an->hbufs[h].offset; an->hbufs[h].offset = 0; }
+    }
 done:
     _ckpt_free(al, w.cur_x); _ckpt_free(al, w.cur_t); _ckpt_free(al, w.cur_g);
     _ckpt_free(al, w.cur_hx); _ckpt_free(al, w.cur_ht);
@@ -1260,10 +1271,10 @@ done:
     _ckpt_free(al, delta); _ckpt_free(al, count); _ckpt_free(al, pending); _ckpt_free(al, copy_end);
     if (res != CKPT_OK || !want_bufs) {
         double t = an->time, ct = an->compute_time;
-        uint64_t p = an->peak, hp = an->host_peak;
+        uint64_t p = an->peak, hp = an->host_peak, hpa = an->host_peak_aligned;
         int f = an->fn_op, m = an->max_live_bufs, no = an->n_offloads;
         _ckpt_analysis_free(al, an);
-        an->time = t; an->compute_time = ct; an->peak = p; an->host_peak = hp;
+        an->time = t; an->compute_time = ct; an->peak = p; an->host_peak = hp; an->host_peak_aligned = hpa;
         an->fn_op = f; an->max_live_bufs = m; an->n_offloads = no;
     }
     return res;
@@ -2261,6 +2272,7 @@ struct ckpt_plan {
     ckpt_plan_info info;
     ckpt_op *ops;
     _ckpt_link link;        /* the link the plan was made for; d2h 0: untimed */
+    uint64_t host_budget;   /* the pinned pool may not exceed it (0: no cap) */
 };
 
 /* Every-k with k = 0: the k with the least time that fits (ties: smaller peak). */
@@ -2467,7 +2479,7 @@ static ckpt_result _ckpt_off_eval(const _ckpt_off *o, const ckpt_op *ops, int n_
     int64_t acc = 0;
     ckpt_result r = _ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, over != NULL, &an, &bad, &why);
     if (r != CKPT_OK) return r;
-    *t = an.time; *peak = an.peak; *host_peak = an.host_peak;
+    *t = an.time; *peak = an.peak; *host_peak = an.host_peak_aligned;
     if (over) {
         *over = -1;
         memset(live, 0, ((size_t)n_ops + 2) * sizeof *live);
@@ -2577,8 +2589,15 @@ static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, _c
         ckpt_result rj;
         if (j > 0 && (o->budget >= sa || bj <= o->budget)) break;
         ci = *info;
-        rj = _ckpt_plan_policy(o->al, o->c, o->n, CKPT_POLICY_OPTIMAL, 0, max_units, bj, NULL, &cand, &ci);
-        if (j == 0) min_budget = ci.min_budget;
+        if (j == 0) {   /* the recompute-only optimum itself */
+            rj = _ckpt_plan_policy(o->al, o->c, o->n, CKPT_POLICY_OPTIMAL, 0, max_units, bj, NULL, &cand, &ci);
+            min_budget = ci.min_budget;
+        } else {        /* starting points for offload: the persistent program in a coarse unit is enough */
+            uint64_t mp, unit;
+            if (o->n > CKPT_CUBIC_MAX_STAGES) break;
+            rj = _ckpt_persistent(o->al, o->c, o->n, bj, 1000, &cand, &mp, &unit);
+            if (rj == CKPT_ERR_TOO_COMPLEX) rj = CKPT_ERR_INFEASIBLE;
+        }
         if (rj == CKPT_ERR_INFEASIBLE) continue;
         if (rj != CKPT_OK) { r = rj; break; }
         _ckpt_free(o->al, ops); _ckpt_free(o->al, live);
@@ -2682,6 +2701,7 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     plan->info = *info;
     plan->ops = s.ops;
     plan->link = off.link;
+    plan->host_budget = off.host_budget;
     *out = plan;
     return CKPT_OK;
 fail:
@@ -2762,19 +2782,19 @@ static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, in
     return extent;
 }
 
-static ckpt_result _ckpt_layout_arena(const ckpt_allocator *al, _ckpt_analysis *an, int n_ops, uint64_t *arena) {
+static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, int n_bufs, int n_ops, uint64_t *arena) {
     int nb = 0, i, pass;
-    _ckpt_order_key *order = (_ckpt_order_key *)_ckpt_malloc(al, (size_t)(an->n_bufs + 1) * sizeof *order);
-    uint64_t *offs = (uint64_t *)_ckpt_calloc(al, (size_t)an->n_bufs + 1, sizeof(uint64_t));
-    uint64_t *iv = (uint64_t *)_ckpt_malloc(al, (size_t)(an->n_bufs + 1) * 2 * sizeof(uint64_t));
+    _ckpt_order_key *order = (_ckpt_order_key *)_ckpt_malloc(al, (size_t)(n_bufs + 1) * sizeof *order);
+    uint64_t *offs = (uint64_t *)_ckpt_calloc(al, (size_t)n_bufs + 1, sizeof(uint64_t));
+    uint64_t *iv = (uint64_t *)_ckpt_malloc(al, (size_t)(n_bufs + 1) * 2 * sizeof(uint64_t));
     int64_t *live = (int64_t *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int64_t));
     uint64_t best = UINT64_MAX, bound = 0, rng = 0x2545F4914F6CDD1Dull;
     int64_t acc = 0;
     double work = 0;
     ckpt_result r = CKPT_OK;
     if (!order || !offs || !iv || !live) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
-    for (i = 0; i < an->n_bufs; i++) {
-        const _ckpt_buf *x = &an->bufs[i];
+    for (i = 0; i < n_bufs; i++) {
+        const _ckpt_buf *x = &bufs[i];
         if (x->bytes == 0) continue;
         live[x->start] += (int64_t)_ckpt_align_up(x->bytes);
         live[x->end + 1] -= (int64_t)_ckpt_align_up(x->bytes);
@@ -2784,7 +2804,7 @@ static ckpt_result _ckpt_layout_arena(const ckpt_allocator *al, _ckpt_analysis *
     for (pass = 0; best > bound && pass < 256 && (pass < 3 || work < 4e7); pass++) {
         uint64_t ext;
         for (i = 0; i < nb; i++) {
-            const _ckpt_buf *x = &an->bufs[order[i].idx];
+            const _ckpt_buf *x = &bufs[order[i].idx];
             uint64_t sz = _ckpt_align_up(x->bytes), len = (uint64_t)(x->end - x->start);
             switch (pass) {
             case 0: order[i].k1 = sz; order[i].k2 = len; break;
@@ -2797,9 +2817,9 @@ static ckpt_result _ckpt_layout_arena(const ckpt_allocator *al, _ckpt_analysis *
             }
         }
         qsort(order, (size_t)nb, sizeof *order, _ckpt_key_cmp);
-        ext = _ckpt_place(an->bufs, order, nb, offs, iv);
+        ext = _ckpt_place(bufs, order, nb, offs, iv);
         work += (double)nb * (double)nb;
-        if (ext < best) { best = ext; for (i = 0; i < nb; i++) an->bufs[order[i].idx].offset = offs[order[i].idx]; }
+        if (ext < best) { best = ext; for (i = 0; i < nb; i++) bufs[order[i].idx].offset = offs[order[i].idx]; }
     }
     *arena = best == UINT64_MAX ? 0 : best;
 done:
@@ -2828,6 +2848,8 @@ struct ckpt_chain {
     uint64_t *op_alloc, *op_free;   /* bytes that become live / die at each op */
     void *arena;
     uint64_t arena_bytes;
+    void *pool;                     /* pinned host pool of offloaded buffers (NULL: none) */
+    void **ev_done, **ev_pos;       /* per O/P op: copy done; compute reached the op (NULL: no events) */
     /* the step */
     int state;
     const void *input;
@@ -2861,9 +2883,23 @@ static ckpt_result _ckpt_check_chain_desc(const ckpt_chain_desc *d, const ckpt_l
     return CKPT_OK;
 }
 
+static void _ckpt_free_events(ckpt_chain *ch, void **ev, int n) {
+    int k;
+    if (!ev) return;
+    for (k = 0; k < n; k++) if (ev[k]) ch->be.event_destroy(ch->be.state, ev[k]);
+    _ckpt_free(&ch->al, ev);
+}
+
 static void _ckpt_chain_drop_plan(ckpt_chain *ch) {
     if (ch->arena) ch->be.free(ch->be.state, ch->arena);
     ch->arena = NULL; ch->arena_bytes = 0;
+    if (ch->pool) ch->be.free_pinned(ch->be.state, ch->pool);
+    ch->pool = NULL;
+    if (ch->plan) {
+        _ckpt_free_events(ch, ch->ev_done, ch->plan->info.n_ops);
+        _ckpt_free_events(ch, ch->ev_pos, ch->plan->info.n_ops);
+    }
+    ch->ev_done = ch->ev_pos = NULL;
     ckpt_plan_destroy(ch->plan);
     ch->plan = NULL;
     _ckpt_analysis_free(&ch->al, &ch->an);
@@ -2937,10 +2973,48 @@ oom:
 
 /* Installs a plan: analyses its schedule, lays out the arena and allocates it. Takes ownership
    of plan; on failure frees it and leaves the chain's previous plan in place. */
+/* Offload needs pinned memory and copies; events are used when the backend has copy streams. */
+static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_plan *plan, _ckpt_analysis *an, void **pool,
+                                       uint64_t *pool_bytes, void ***ev_done, void ***ev_pos) {
+    const ckpt_backend *be = &ch->be;
+    int n_ops = plan->info.n_ops, k;
+    ckpt_result r;
+    *pool = NULL; *pool_bytes = 0; *ev_done = *ev_pos = NULL;
+    if (an->n_hbufs == 0) return CKPT_OK;
+    if (!be->alloc_pinned || !be->free_pinned || !be->copy_async)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_BACKEND, "the plan offloads, but the backend (%s) has no pinned memory or copies",
+                         be->name ? be->name : "unnamed");
+    if ((r = _ckpt_layout_bufs(&ch->al, an->hbufs, an->n_hbufs, n_ops, pool_bytes)) != CKPT_OK) return r;
+    if (plan->host_budget && *pool_bytes > plan->host_budget)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_INFEASIBLE, "the pinned pool needs %llu bytes once laid out, over the host budget "
+                         "of %llu", (unsigned long long)*pool_bytes, (unsigned long long)plan->host_budget);
+    if (*pool_bytes > (uint64_t)SIZE_MAX) return CKPT_ERR_SIZE_OVERFLOW;
+    if ((r = be->alloc_pinned(be->state, (size_t)*pool_bytes, pool)) != CKPT_OK) {
+        *pool = NULL;
+        return _CKPT_ERR(&ch->lg, r == CKPT_ERR_OUT_OF_DEVICE_MEMORY ? CKPT_ERR_OUT_OF_HOST_MEMORY : r,
+                         "the backend (%s) could not allocate the %llu-byte pinned pool", be->name ? be->name : "unnamed",
+                         (unsigned long long)*pool_bytes);
+    }
+    if (!be->copy_stream || !be->copy_stream(be->state, CKPT_COPY_DEVICE_TO_HOST) ||
+        !be->copy_stream(be->state, CKPT_COPY_HOST_TO_DEVICE) || !be->event_create || !be->event_destroy ||
+        !be->event_record || !be->stream_wait_event)
+        return CKPT_OK;     /* copies on the compute stream: ordered without events */
+    *ev_done = (void **)_ckpt_calloc(&ch->al, (size_t)n_ops + 1, sizeof(void *));
+    *ev_pos = (void **)_ckpt_calloc(&ch->al, (size_t)n_ops + 1, sizeof(void *));
+    if (!*ev_done || !*ev_pos) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+    for (k = 0; k < n_ops; k++) {
+        if (plan->ops[k].kind != CKPT_OP_O && plan->ops[k].kind != CKPT_OP_P) continue;
+        if ((r = be->event_create(be->state, &(*ev_done)[k])) != CKPT_OK ||
+            (r = be->event_create(be->state, &(*ev_pos)[k])) != CKPT_OK)
+            return _CKPT_ERR(&ch->lg, r, "the backend could not create the offload events");
+    }
+    return CKPT_OK;
+}
+
 static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_plan_info *info) {
     _ckpt_analysis an;
-    uint64_t arena_bytes = 0, *op_alloc = NULL, *op_free = NULL;
-    void *arena = NULL;
+    uint64_t arena_bytes = 0, pool_bytes = 0, *op_alloc = NULL, *op_free = NULL;
+    void *arena = NULL, *pool = NULL, **ev_done = NULL, **ev_pos = NULL;
     const char *why;
     int bad, b;
     ckpt_result r = _ckpt_analyze(ch->costs, ch->n, plan->ops, plan->info.n_ops, plan->link.d2h > 0 ? &plan->link : NULL,
@@ -2950,7 +3024,7 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
         ckpt_plan_destroy(plan);
         return r;
     }
-    if (r == CKPT_OK) r = _ckpt_layout_arena(&ch->al, &an, plan->info.n_ops, &arena_bytes);
+    if (r == CKPT_OK) r = _ckpt_layout_bufs(&ch->al, an.bufs, an.n_bufs, plan->info.n_ops, &arena_bytes);
     if (r == CKPT_OK) {
         op_alloc = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)plan->info.n_ops + 1, sizeof(uint64_t));
         op_free = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)plan->info.n_ops + 1, sizeof(uint64_t));
@@ -2965,8 +3039,14 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
         _CKPT_ERR(&ch->lg, r, "the backend (%s) could not allocate the %llu-byte arena",
                   ch->be.name ? ch->be.name : "unnamed", (unsigned long long)arena_bytes);
         arena = NULL;
+    } else {
+        r = _ckpt_offload_setup(ch, plan, &an, &pool, &pool_bytes, &ev_done, &ev_pos);
     }
     if (r != CKPT_OK) {
+        if (arena) ch->be.free(ch->be.state, arena);
+        if (pool) ch->be.free_pinned(ch->be.state, pool);
+        _ckpt_free_events(ch, ev_done, plan->info.n_ops);
+        _ckpt_free_events(ch, ev_pos, plan->info.n_ops);
         _ckpt_analysis_free(&ch->al, &an);
         _ckpt_free(&ch->al, op_alloc); _ckpt_free(&ch->al, op_free);
         ckpt_plan_destroy(plan);
@@ -2978,12 +3058,15 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
     }
     _ckpt_chain_drop_plan(ch);
     ch->plan = plan; ch->an = an; ch->arena = arena; ch->arena_bytes = arena_bytes;
+    ch->pool = pool; ch->ev_done = ev_done; ch->ev_pos = ev_pos;
     ch->op_alloc = op_alloc; ch->op_free = op_free;
     ch->state = _CKPT_IDLE;
     ch->stats.planned_peak = plan->info.peak;
     ch->stats.measured_peak = 0;
     ch->stats.arena_bytes = arena_bytes;
     ch->stats.arena_high_water = 0;
+    ch->stats.planned_host_peak = an.host_peak;
+    ch->stats.pool_bytes = pool ? pool_bytes : 0;
     if (info) *info = plan->info;
     return CKPT_OK;
 }
@@ -3144,9 +3227,55 @@ static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, cons
 /* Names the operation for a profiler: "F3+ name", "F3 name" or "B3 name" (1-based stage). */
 static void _ckpt_range_push(ckpt_chain *ch, const ckpt_op *op) {
     char label[96];
-    snprintf(label, sizeof label, "%c%d%s %s", op->kind == CKPT_OP_F ? 'F' : 'B', op->stage,
-             op->kind == CKPT_OP_F && op->tape ? "+" : "", _ckpt_stage_name(ch, op->stage - 1));
+    if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P)
+        snprintf(label, sizeof label, "%c %c%d", op->kind == CKPT_OP_O ? 'O' : 'P', op->tape ? 'T' : 'X', op->stage);
+    else
+        snprintf(label, sizeof label, "%c%d%s %s", op->kind == CKPT_OP_F ? 'F' : 'B', op->stage,
+                 op->kind == CKPT_OP_F && op->tape ? "+" : "", _ckpt_stage_name(ch, op->stage - 1));
     ch->be.range_push(ch->be.state, label);
+}
+
+/* O and P: a copy between the arena and the pinned pool on the backend's copy stream for that
+   direction. The copy stream first waits for compute to reach this op (ev_pos) and, for P, for
+   its O's copy (the host data); ev_done marks the copy's end, which compute ops wait for. */
+static ckpt_result _ckpt_run_copy_op(ckpt_chain *ch, int k) {
+    const ckpt_op *op = &ch->plan->ops[k];
+    const _ckpt_instr *in = &ch->an.instr[k];
+    const ckpt_backend *be = &ch->be;
+    int is_o = op->kind == CKPT_OP_O;
+    ckpt_copy_kind dir = is_o ? CKPT_COPY_DEVICE_TO_HOST : CKPT_COPY_HOST_TO_DEVICE;
+    const _ckpt_buf *hb = &ch->an.hbufs[is_o ? in->out : in->in];
+    char *host = (char *)ch->pool + hb->offset;
+    void *dev = _ckpt_buf_ptr(ch, is_o ? in->in : in->out);
+    void *stream = ch->ev_done ? be->copy_stream(be->state, dir) : NULL;
+    ckpt_result r = CKPT_OK;
+    if (stream) {
+        r = be->event_record(be->state, ch->ev_pos[k], NULL);
+        if (r == CKPT_OK) r = be->stream_wait_event(be->state, stream, ch->ev_pos[k]);
+        if (r == CKPT_OK && !is_o) r = be->stream_wait_event(be->state, stream, ch->ev_done[in->src_op]);
+    }
+    if (r == CKPT_OK && hb->bytes)
+        r = be->copy_async(be->state, is_o ? (void *)host : dev, is_o ? dev : (const void *)host, (size_t)hb->bytes, dir, stream);
+    if (r == CKPT_OK && stream) r = be->event_record(be->state, ch->ev_done[k], stream);
+    if (r != CKPT_OK)
+        return _CKPT_ERR(&ch->lg, r, "op %d: the %s of %s[%d] (%llu bytes) failed", k, is_o ? "offload" : "prefetch",
+                         op->tape ? "T" : "X", op->stage, (unsigned long long)hb->bytes);
+    ch->stats.copies++;
+    return CKPT_OK;
+}
+
+/* Before a compute op: compute waits for the prefetches it reads and for the offload copies whose
+   device buffers it may now overwrite. */
+static ckpt_result _ckpt_wait_copies(ckpt_chain *ch, int k) {
+    const _ckpt_instr *in = &ch->an.instr[k];
+    const ckpt_backend *be = &ch->be;
+    ckpt_result r = CKPT_OK;
+    int o;
+    if (!ch->ev_done) return CKPT_OK;
+    if (in->wait_p >= 0) r = be->stream_wait_event(be->state, NULL, ch->ev_done[in->wait_p]);
+    if (r == CKPT_OK && in->wait_p2 >= 0) r = be->stream_wait_event(be->state, NULL, ch->ev_done[in->wait_p2]);
+    for (o = in->wait_o; o >= 0 && r == CKPT_OK; o = ch->an.o_next[o]) r = be->stream_wait_event(be->state, NULL, ch->ev_done[o]);
+    return r == CKPT_OK ? r : _CKPT_ERR(&ch->lg, r, "op %d: waiting for a copy failed", k);
 }
 
 /* Runs ops [from, to); the live-byte count is kept as the executor hands out and retires buffers. */
@@ -3158,8 +3287,10 @@ static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *g
         *live += ch->op_alloc[k];
         if (*live > ch->stats.measured_peak) ch->stats.measured_peak = *live;
         if (ch->be.range_push) _ckpt_range_push(ch, op);
-        r = op->kind == CKPT_OP_F ? _ckpt_run_forward_op(ch, op, &ch->an.instr[k])
-                                  : _ckpt_run_backward_op(ch, op, &ch->an.instr[k], gout, gin);
+        if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P) r = _ckpt_run_copy_op(ch, k);
+        else if ((r = _ckpt_wait_copies(ch, k)) != CKPT_OK) {}
+        else if (op->kind == CKPT_OP_F) r = _ckpt_run_forward_op(ch, op, &ch->an.instr[k]);
+        else r = _ckpt_run_backward_op(ch, op, &ch->an.instr[k], gout, gin);
         if (ch->be.range_pop) ch->be.range_pop(ch->be.state);
         if (r != CKPT_OK) return r;
         *live -= ch->op_free[k];
@@ -3169,6 +3300,7 @@ static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *g
 }
 
 static void _ckpt_abandon_step(ckpt_chain *ch) {
+    if (ch->pool && ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);   /* copies in flight */
     ch->state = _CKPT_IDLE;
     ch->rng_next = ch->rng_step_start;   /* a failed step consumes no random numbers */
     ch->input = NULL;

@@ -1,8 +1,11 @@
 /* Executor on random chains of real arithmetic stages with dropout: for every policy and random
    budgets, the input gradient and every parameter gradient must be bit-identical to store-all's,
    the measured peak must equal the planned peak and fit the budget, and the arena must be no
-   larger than the planned peak with every buffer rounded up to CKPT_ALIGN. Profiler ranges are
-   pushed and popped once around every scheduled operation, with the operation's label. */
+   larger than the planned peak with every buffer rounded up to CKPT_ALIGN in at least 98% of
+   runs (and within 1/8 of it in all: optimal placement is NP-hard). Profiler ranges are
+   pushed and popped once around every scheduled operation, with the operation's label. The
+   offload policy runs on the plain CPU backend and on its copy engine (worker threads), with
+   random links and host budgets: the same gradients, the pool within the host budget. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 #include "../backends/ckpt_cpu.h"
@@ -108,6 +111,7 @@ typedef struct chain_case {
 typedef struct grads { float dW[MAXN][MAXW * MAXW], db[MAXN][MAXW], dx[ROWS * MAXW]; } grads;
 
 static int failures = 0, checks = 0;
+static int arena_runs = 0, arena_over = 0;   /* layouts above the aligned lower bound */
 #define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
 
 static void make_case(chain_case *c) {
@@ -164,8 +168,11 @@ static void count_push(void *state, const char *label) {
     const ckpt_op *op = &range_ops[pushes % range_n_ops];
     char want[64];
     (void)state;
-    snprintf(want, sizeof want, "%c%d%s stage %d", op->kind == CKPT_OP_F ? 'F' : 'B', op->stage,
-             op->kind == CKPT_OP_F && op->tape ? "+" : "", op->stage - 1);
+    if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P)
+        snprintf(want, sizeof want, "%c %c%d", op->kind == CKPT_OP_O ? 'O' : 'P', op->tape ? 'T' : 'X', op->stage);
+    else
+        snprintf(want, sizeof want, "%c%d%s stage %d", op->kind == CKPT_OP_F ? 'F' : 'B', op->stage,
+                 op->kind == CKPT_OP_F && op->tape ? "+" : "", op->stage - 1);
     if (pushes != pops || strcmp(label, want) != 0) range_bad++;
     pushes++;
 }
@@ -209,10 +216,14 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, grads *g, ckpt_p
             memcpy(g->db[i], c->layers[i].db, sizeof g->db[i]);
         }
         ckpt_chain_get_stats(ch, stats);
-        {
+        if (pd->policy != CKPT_POLICY_OFFLOAD) {   /* offload lifetimes depend on copy times: no such bound */
             uint64_t ideal = aligned_peak(c, ckpt_chain_get_plan(ch));
-            CHECK(stats->arena_bytes <= ideal, "arena %llu bytes > aligned peak %llu (policy %s)",
+            /* Placing buffers with fixed lifetimes is NP-hard; the layout reaches this lower bound
+               almost always, and must stay within one eighth of it. */
+            CHECK(stats->arena_bytes <= ideal + ideal / 8, "arena %llu bytes > aligned peak %llu + 1/8 (policy %s)",
                   (unsigned long long)stats->arena_bytes, (unsigned long long)ideal, ckpt_policy_name(info->policy));
+            arena_runs++;
+            arena_over += stats->arena_bytes > ideal;
         }
         {
             int fw = 0, rc = 0;
@@ -230,10 +241,19 @@ int main(void) {
     int cases = 0, plans = 0, infeasible = 0, ci;
     ckpt_cpu_stats bs;
     const ckpt_policy policies[] = {CKPT_POLICY_OPTIMAL, CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K,
-                                    CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY};
+                                    CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY,
+                                    CKPT_POLICY_OFFLOAD, CKPT_POLICY_OFFLOAD};
+    ckpt_backend engine;            /* copies on worker threads, as on a GPU */
+    ckpt_cpu_desc ed;
+    int offloaded = 0, offload_plans = 0;
     if (ckpt_cpu_backend_create(NULL, &be) != CKPT_OK) return 1;
     be.range_push = count_push;     /* the CPU backend has none; these check the executor's calls */
     be.range_pop = count_pop;
+    memset(&ed, 0, sizeof ed);
+    ed.copy_engine = 1;
+    if (ckpt_cpu_backend_create(&ed, &engine) != CKPT_OK) return 1;
+    engine.range_push = count_push;
+    engine.range_pop = count_pop;
     for (ci = 0; ci < 60; ci++) {
         static chain_case c;
         static grads ref, got;
@@ -254,10 +274,30 @@ int main(void) {
                 pd.policy = policies[pi];
                 pd.budget = budget;
                 pd.k = pi == 3 ? rnd_int(1, c.n) : 0;
-                r = run(&c, &pd, &got, &info, &stats, &be);
+                if (pd.policy == CKPT_POLICY_OFFLOAD) {   /* bytes per unit of time: slow to fast links */
+                    pd.bandwidth = (double)(4u << rnd_int(0, 10));
+                    pd.host_budget = rnd() % 2 ? 0 : ref_info.store_all_peak / (uint64_t)rnd_int(1, 4);
+                }
+                r = run(&c, &pd, &got, &info, &stats, pi == 7 ? &engine : &be);
+                if (r == CKPT_OK && pd.policy == CKPT_POLICY_OFFLOAD) {
+                    offload_plans++;
+                    offloaded += info.n_offloaded > 0;
+                    CHECK(!pd.host_budget || stats.pool_bytes <= pd.host_budget, "pinned pool %llu over the host budget %llu",
+                          (unsigned long long)stats.pool_bytes, (unsigned long long)pd.host_budget);
+                    CHECK(stats.copies == 2 * 2 * (uint64_t)info.n_offloaded, "%llu copies for %d offloads in two steps",
+                          (unsigned long long)stats.copies, info.n_offloaded);
+                }
                 if (r == CKPT_ERR_INFEASIBLE) {
                     CHECK(budget < info.min_budget, "%s infeasible at %llu but min_budget %llu",
                           ckpt_policy_name(pd.policy), (unsigned long long)budget, (unsigned long long)info.min_budget);
+                    if (budget >= info.min_budget) {
+                        int q;
+                        printf("  chain:");
+                        for (q = 0; q < c.n; q++)
+                            printf(" [f%g b%g a%zu t%zu wf%zu wb%zu fl%u]", c.st[q].fwd_time, c.st[q].bwd_time, c.st[q].out_bytes,
+                                   c.st[q].tape_bytes, c.st[q].fwd_workspace_bytes, c.st[q].bwd_workspace_bytes, c.st[q].flags);
+                        printf(" bw %g host %llu\n", pd.bandwidth, (unsigned long long)pd.host_budget);
+                    }
                     infeasible++;
                     continue;
                 }
@@ -276,8 +316,15 @@ int main(void) {
     }
     ckpt_cpu_get_stats(&be, &bs);
     CHECK(bs.live_allocations == 0, "backend still holds %llu allocations", (unsigned long long)bs.live_allocations);
+    ckpt_cpu_get_stats(&engine, &bs);
+    CHECK(bs.live_allocations == 0, "the copy-engine backend still holds %llu allocations", (unsigned long long)bs.live_allocations);
+    CHECK(offloaded > offload_plans / 4, "only %d of %d offload plans offloaded anything", offloaded, offload_plans);
     ckpt_cpu_backend_destroy(&be);
-    printf("test_executor: %d chains, %d plans run, %d infeasible budgets\n", cases, plans, infeasible);
+    ckpt_cpu_backend_destroy(&engine);
+    printf("test_executor: %d chains, %d plans run (%d offload plans, %d of them offloading), %d infeasible budgets; "
+           "%d of %d arenas above the aligned lower bound\n", cases, plans, offload_plans, offloaded, infeasible, arena_over,
+           arena_runs);
+    CHECK(arena_over * 50 <= arena_runs, "%d of %d arenas above the aligned lower bound (more than 2%%)", arena_over, arena_runs);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }
