@@ -538,5 +538,47 @@ run "$FOUR" "$FOUR"
 expect_rc "two input files: exit 2" 2
 
 # ---------------------------------------------------------------------------------------------
+echo "== offload (--bandwidth, --host-budget, --time-unit)"
+OFF=$EX/offload.csv
+run --policy optimal --budget 400MiB --json "$OFF"
+expect_rc "offload.csv optimal 400MiB: exit 0" 0
+cp "$TMP/out" "$TMP/opt.json"
+run --policy offload --bandwidth 25e9 --time-unit ms --budget 400MiB --json "$OFF"
+expect_rc "offload.csv offload 400MiB at 25 GB/s: exit 0" 0
+err_empty "offload: nothing on stderr"
+jparse "offload: JSON parses"
+jexpr "offload: policy, link and unit echoed" - 'j["policy"] == "offload" and j["bandwidth"] == 25e9 and j["bandwidth_h2d"] == 25e9 and j["time_unit"] == "ms" and j["host_budget"] is None'
+jexpr "offload: peak within the budget, makespan no less than compute" - 'j["peak"] <= j["budget"] and j["time"] >= j["compute_time"] - 1e-9'
+jexpr "offload: O and P ops in the schedule, one P per O" - 'j["n_offloaded"] > 0 and sum(o[0] in ("O", "OT") for o in j["ops"]) == j["n_offloaded"] == sum(o[0] in ("P", "PT") for o in j["ops"])'
+jexpr "offload: F and B ops still form a valid backward" - 'ops_shape_ok(dict(ops=[o for o in j["ops"] if o[0] in "FB"]), j["n_stages"])'
+jexpr "offload: faster than optimal at the same budget" "$OFF" 'j["time"] < json.load(open("'"$TMP/opt.json"'"))["time"]'
+jexpr "offload: store-all speed at 0.31x its memory (copies hidden)" - 'abs(j["time"] - j["store_all_time"]) < 1e-9 and j["peak_ratio"] < 0.32'
+cp "$TMP/out" "$TMP/off_ms.json"
+run --policy offload --bandwidth 25e6 --time-unit s --budget 400MiB --json "$OFF"
+jexpr "offload: 25e9 B/s with ms times plans as 25e6 B/s with times read as s" - 'j["ops"] == json.load(open("'"$TMP/off_ms.json"'"))["ops"]'
+run --policy offload --bandwidth 25e9 --time-unit ms --budget 400MiB --host-budget 300MiB --json "$OFF"
+expect_rc "offload with --host-budget 300MiB: exit 0" 0
+jexpr "offload: host peak within --host-budget" - 'j["host_budget"] == 300 * 2**20 and j["host_peak"] <= j["host_budget"] and j["peak"] <= j["budget"]'
+run --policy offload --bandwidth 25e9 --time-unit ms --budget 400MiB "$OFF"
+expect_rc "offload text mode: exit 0" 0
+out_has "offload text mode: link line" "link           2.5e+10 B/s"
+out_has "offload text mode: OT/PT in the schedule legend" "OTi / PTi"
+run --policy offload --budget 400MiB --json "$OFF"
+expect_rc "offload without --bandwidth: exit 0" 0
+err_has "offload without --bandwidth: warns it plans as optimal" "no link"
+jexpr "offload without --bandwidth: no offloads, optimal's time" - 'j["n_offloaded"] == 0 and j["time"] == json.load(open("'"$TMP/opt.json"'"))["time"]'
+run --policy optimal --bandwidth 25e9 --budget 400MiB --json "$OFF"
+expect_rc "--bandwidth with optimal: exit 0" 0
+err_has "--bandwidth with optimal: warning" "ignored"
+for b in 0 -1 abc 1e999 nan; do
+    run --policy offload --bandwidth "$b" "$OFF"
+    expect_rc "bad --bandwidth '$b': exit 2" 2
+done
+run --policy offload --bandwidth 1e9 --time-unit min "$OFF"
+expect_rc "bad --time-unit: exit 2" 2
+run --policy offload --bandwidth 1e9 --host-budget lots "$OFF"
+expect_rc "bad --host-budget: exit 2" 2
+
+# ---------------------------------------------------------------------------------------------
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -274,6 +274,7 @@ int main(void) {
                 pd.policy = policies[pi];
                 pd.budget = budget;
                 pd.k = pi == 3 ? rnd_int(1, c.n) : 0;
+                if (pd.policy == CKPT_POLICY_OFFLOAD && bi >= 2) continue;    /* half the budgets: time */
                 if (pd.policy == CKPT_POLICY_OFFLOAD) {   /* bytes per unit of time: slow to fast links */
                     pd.bandwidth = (double)(4u << rnd_int(0, 10));
                     pd.host_budget = rnd() % 2 ? 0 : ref_info.store_all_peak / (uint64_t)rnd_int(1, 4);

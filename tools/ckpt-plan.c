@@ -4,8 +4,14 @@
    library's policies and prints the schedule, its predicted time and peak, and the smallest
    budget that works. Use it to explore budgets before writing any code.
 
-       ckpt-plan [--policy store-all|every-k|sqrt|greedy|optimal] [--k K] [--budget BYTES]
-                 [--json] FILE.csv
+       ckpt-plan [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]
+                 [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]
+                 [--time-unit s|ms|us] [--json] FILE.csv
+
+   The offload policy also moves boundaries and tapes to pinned host memory over a link of
+   --bandwidth bytes per second each way (--bandwidth-h2d for a different host-to-device speed),
+   within --host-budget bytes of host memory (default: no cap). Stage times are then read in
+   seconds, or in the --time-unit given.
 
    Build:  cc -std=c11 -O2 -o ckpt-plan tools/ckpt-plan.c -lm
 
@@ -578,7 +584,8 @@ static int derive_views(const ckpt_op *ops, int n_ops, int n, stage_view *sv) {
     for (i = 0; i < n; i++) sv[i].fwd_runs = sv[i].tape_first = sv[i].checkpoint = 0;
     for (k = 0; k < n_ops; k++) {
         int s = ops[k].stage;
-        if (s < 1 || s > n || (ops[k].kind != CKPT_OP_F && ops[k].kind != CKPT_OP_B)) return 0;
+        if (s < 1 || s > n || ops[k].kind < CKPT_OP_F || ops[k].kind > CKPT_OP_P) return 0;
+        if (ops[k].kind == CKPT_OP_O || ops[k].kind == CKPT_OP_P) continue;
         if (ops[k].kind == CKPT_OP_F) {
             if (sv[s - 1].fwd_runs++ == 0) sv[s - 1].tape_first = ops[k].tape != 0;
             if (s == n && p_fn < 0) p_fn = k;
@@ -590,7 +597,7 @@ static int derive_views(const ckpt_op *ops, int n_ops, int n, stage_view *sv) {
     for (i = 1; i < n; i++) {
         for (k = p_fn + 1; k < n_ops; k++) {
             if (ops[k].kind == CKPT_OP_F && ops[k].stage == i) break;
-            if (ops[k].stage == i + 1) {
+            if ((ops[k].kind == CKPT_OP_F || ops[k].kind == CKPT_OP_B) && ops[k].stage == i + 1) {
                 sv[i - 1].checkpoint = 1;
                 break;
             }
@@ -653,6 +660,9 @@ typedef struct run_result {
     const char *file;
     const model *m;
     ckpt_policy policy;
+    double bandwidth, bandwidth_h2d;   /* bytes per second, as given (0: none) */
+    uint64_t host_budget;
+    const char *time_unit;
     int k_requested;
     int budget_given;
     int feasible;
@@ -704,6 +714,27 @@ static void print_json(FILE *o, const run_result *r) {
     fputs(",\n  \"n_recomputed\": ", o);
     if (r->feasible) fprintf(o, "%d", in->n_recomputed);
     else fputs("null", o);
+    fputs(",\n  \"compute_time\": ", o);
+    if (r->feasible) json_double(o, in->compute_time);
+    else fputs("null", o);
+    fputs(",\n  \"n_offloaded\": ", o);
+    if (r->feasible) fprintf(o, "%d", in->n_offloaded);
+    else fputs("null", o);
+    fputs(",\n  \"host_peak\": ", o);
+    if (r->feasible) fprintf(o, "%" PRIu64, in->host_peak);
+    else fputs("null", o);
+    fputs(",\n  \"bandwidth\": ", o);
+    if (r->bandwidth > 0) json_double(o, r->bandwidth);
+    else fputs("null", o);
+    fputs(",\n  \"bandwidth_h2d\": ", o);
+    if (r->bandwidth > 0) json_double(o, r->bandwidth_h2d > 0 ? r->bandwidth_h2d : r->bandwidth);
+    else fputs("null", o);
+    fputs(",\n  \"host_budget\": ", o);
+    if (r->host_budget) fprintf(o, "%" PRIu64, r->host_budget);
+    else fputs("null", o);
+    fputs(",\n  \"time_unit\": ", o);
+    if (r->bandwidth > 0) json_string(o, r->time_unit);
+    else fputs("null", o);
     fputs(",\n  \"stages\": [", o);
     for (i = 0; i < r->m->n; i++) {
         if (i) fputs(", ", o);
@@ -715,7 +746,8 @@ static void print_json(FILE *o, const run_result *r) {
             const ckpt_op *op = &r->ops[i];
             fputs(i == 0 ? "\n    " : (i % 8 == 0 ? ",\n    " : ", "), o);
             if (op->kind == CKPT_OP_F) fprintf(o, "[\"F\", %d, %d]", op->stage, op->tape ? 1 : 0);
-            else fprintf(o, "[\"B\", %d]", op->stage);
+            else if (op->kind == CKPT_OP_B) fprintf(o, "[\"B\", %d]", op->stage);
+            else fprintf(o, "[\"%s%s\", %d]", op->kind == CKPT_OP_O ? "O" : "P", op->tape ? "T" : "", op->stage);
         }
         if (r->n_ops) fputs("\n  ", o);
     }
@@ -788,6 +820,15 @@ static void print_text(FILE *o, const run_result *r) {
         if (in->unit <= 1) fprintf(o, "unit           1 B (exact in bytes)\n");
         else fprintf(o, "unit           %" PRIu64 " B (sizes rounded up to this unit)\n", in->unit);
     }
+    if (r->bandwidth > 0) {
+        char hb[64];
+        fmt_bytes(in->host_peak, hb, sizeof hb);
+        fprintf(o, "link           %.6g B/s to host, %.6g B/s back; times in %s\n", r->bandwidth,
+                r->bandwidth_h2d > 0 ? r->bandwidth_h2d : r->bandwidth, r->time_unit);
+        fprintf(o, "offloaded      %d buffer%s, host peak %s", in->n_offloaded, in->n_offloaded == 1 ? "" : "s", hb);
+        if (r->host_budget) { fmt_bytes(r->host_budget, hb, sizeof hb); fprintf(o, " (host budget %s)", hb); }
+        fprintf(o, "\ncompute time   %.6g (time above is the makespan with copies)\n", in->compute_time);
+    }
     fprintf(o, "guarantee      %s\n", guarantee_text(in->guarantee));
     fprintf(o, "ops            %d (%d recomputed forward%s)\n", r->n_ops, in->n_recomputed,
             in->n_recomputed == 1 ? "" : "s");
@@ -838,8 +879,11 @@ static void print_text(FILE *o, const run_result *r) {
             int l;
             if (r->ops[i].kind == CKPT_OP_F)
                 l = snprintf(op, sizeof op, "F%d%s", r->ops[i].stage, r->ops[i].tape ? "+" : "");
-            else
+            else if (r->ops[i].kind == CKPT_OP_B)
                 l = snprintf(op, sizeof op, "B%d", r->ops[i].stage);
+            else
+                l = snprintf(op, sizeof op, "%c%s%d", r->ops[i].kind == CKPT_OP_O ? 'O' : 'P', r->ops[i].tape ? "T" : "",
+                             r->ops[i].stage);
             if (col + l + 1 > 100) {
                 fputs("\n          ", o);
                 col = 10;
@@ -850,7 +894,9 @@ static void print_text(FILE *o, const run_result *r) {
             fputs(op, o);
             col += l;
         }
-        fputs("\n          (Fi+ forward keeping its tape, Fi forward without, Bi backward)\n", o);
+        fputs("\n          (Fi+ forward keeping its tape, Fi forward without, Bi backward", o);
+        if (in->n_offloaded) fputs(";\n           Oi / Pi offload / prefetch X[i], OTi / PTi the same for stage i's tape", o);
+        fputs(")\n", o);
     }
 }
 
@@ -870,8 +916,9 @@ static void capture_log(const char *tag, ckpt_log_level level, ckpt_result item,
 
 static void usage(FILE *o) {
     fprintf(o,
-            "usage: %s [--policy store-all|every-k|sqrt|greedy|optimal] [--k K] [--budget BYTES]\n"
-            "                 [--json] FILE.csv\n"
+            "usage: %s [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]\n"
+            "                 [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]\n"
+            "                 [--time-unit s|ms|us] [--json] FILE.csv\n"
             "\n"
             "Plans activation checkpointing for a chain of stages (ckpt.h's planner).\n"
             "\n"
@@ -879,6 +926,11 @@ static void usage(FILE *o) {
             "  --k K          every-k segment length; 0 = the best k that fits (default 0)\n"
             "  --budget BYTES peak bytes allowed (default: the store-all peak; 0 = no limit);\n"
             "                 accepts units KB MB GB TB (10^3n) and KiB MiB GiB TiB (2^10n)\n"
+            "  --bandwidth B  offload: link bytes per second, device to host (and back unless\n"
+            "                 --bandwidth-h2d is given); stage times are read in --time-unit\n"
+            "  --bandwidth-h2d B  offload: host-to-device bytes per second\n"
+            "  --host-budget BYTES  offload: pinned host bytes allowed (default: no cap)\n"
+            "  --time-unit U  the unit of the CSV times for --bandwidth: s (default), ms or us\n"
             "  --json         print one JSON object instead of the summary and table\n"
             "  --help         print this help\n"
             "\n"
@@ -926,7 +978,9 @@ int main(int argc, char **argv) {
     ckpt_policy policy = CKPT_POLICY_OPTIMAL;
     const char *policy_arg = NULL, *path = NULL;
     int k = 0, k_given = 0, json = 0, budget_given = 0, i, rc;
-    uint64_t budget = 0;
+    uint64_t budget = 0, host_budget = 0;
+    double bandwidth = 0, bandwidth_h2d = 0, per_unit = 1;
+    const char *time_unit = "s";
     int opts_done = 0;
     model m;
     ckpt_plan_desc pd;
@@ -960,6 +1014,26 @@ int main(int argc, char **argv) {
                     return usage_error("--budget: '%s' is not a byte count (a non-negative integer, "
                                        "optionally with a unit such as MiB or GB)", val);
                 budget_given = 1;
+            } else if (take_value(argc, argv, &i, "--bandwidth", &val, &missing) ||
+                       take_value(argc, argv, &i, "--bandwidth-h2d", &val, &missing)) {
+                double *dst = strncmp(a, "--bandwidth-h2d", 15) == 0 ? &bandwidth_h2d : &bandwidth;
+                char *end = NULL;
+                if (missing) return usage_error("option %s needs a value", a);
+                errno = 0;
+                *dst = strtod(val, &end);
+                if (errno || end == val || *end || !(*dst > 0) || !isfinite(*dst))
+                    return usage_error("%s: '%s' is not a positive number of bytes per second", a, val);
+            } else if (take_value(argc, argv, &i, "--host-budget", &val, &missing)) {
+                if (missing) return usage_error("option --host-budget needs a value");
+                if (!parse_budget(val, &host_budget))
+                    return usage_error("--host-budget: '%s' is not a byte count", val);
+            } else if (take_value(argc, argv, &i, "--time-unit", &val, &missing)) {
+                if (missing) return usage_error("option --time-unit needs a value");
+                if (strcmp(val, "s") == 0) per_unit = 1;
+                else if (strcmp(val, "ms") == 0) per_unit = 1e-3;
+                else if (strcmp(val, "us") == 0) per_unit = 1e-6;
+                else return usage_error("--time-unit: '%s' is not s, ms or us", val);
+                time_unit = strcmp(val, "s") == 0 ? "s" : strcmp(val, "ms") == 0 ? "ms" : "us";
             } else {
                 return usage_error("unknown option '%s'", a);
             }
@@ -971,11 +1045,16 @@ int main(int argc, char **argv) {
     if (policy_arg) {
         if (ckpt_policy_parse(policy_arg, &policy) != CKPT_OK) {
             char b[64];
-            return usage_error("unknown policy '%s' (use store-all, every-k, sqrt, greedy or optimal)",
+            return usage_error("unknown policy '%s' (use store-all, every-k, sqrt, greedy, optimal or offload)",
                                show(policy_arg, b, sizeof b));
         }
     }
     if (!path) return usage_error("no input file");
+    if ((bandwidth > 0 || bandwidth_h2d > 0 || host_budget) && policy != CKPT_POLICY_OFFLOAD)
+        fprintf(stderr, "%s: warning: --bandwidth, --bandwidth-h2d and --host-budget are for policy offload; ignored\n", PROG);
+    if (policy == CKPT_POLICY_OFFLOAD && !(bandwidth > 0))
+        fprintf(stderr, "%s: warning: policy offload without --bandwidth has no link: it plans what optimal does\n", PROG);
+    if (policy != CKPT_POLICY_OFFLOAD) bandwidth = bandwidth_h2d = 0, host_budget = 0;
     if (k_given && policy != CKPT_POLICY_EVERY_K)
         fprintf(stderr, "%s: warning: --k is ignored with policy %s\n", PROG,
                 ckpt_policy_name(policy) ? ckpt_policy_name(policy) : "?");
@@ -997,6 +1076,9 @@ int main(int argc, char **argv) {
     pd.policy = policy;
     pd.budget = budget;
     pd.k = policy == CKPT_POLICY_EVERY_K ? k : 0;
+    pd.bandwidth = bandwidth * per_unit;           /* bytes per unit of the CSV's times */
+    pd.bandwidth_h2d = bandwidth_h2d * per_unit;
+    pd.host_budget = host_budget;
     pd.logger.fn = capture_log;
 
     memset(&res, 0, sizeof res);
@@ -1005,6 +1087,10 @@ int main(int argc, char **argv) {
     res.policy = policy;
     res.k_requested = pd.k;
     res.budget_given = budget_given;
+    res.bandwidth = bandwidth;
+    res.bandwidth_h2d = bandwidth_h2d;
+    res.host_budget = host_budget;
+    res.time_unit = time_unit;
 
     r = ckpt_plan_create(m.costs, m.n, &pd, &plan, &res.info);
     if (r == CKPT_ERR_INFEASIBLE) {
@@ -1057,7 +1143,14 @@ int main(int argc, char **argv) {
         double t = 0;
         uint64_t peak = 0;
         int bad = -1;
-        ckpt_result sr = ckpt_schedule_simulate(m.costs, m.n, res.ops, res.n_ops, &t, &peak, &bad);
+        ckpt_result sr;
+        if (pd.bandwidth > 0) {
+            ckpt_sim sim;
+            sr = ckpt_schedule_simulate_offload(m.costs, m.n, res.ops, res.n_ops, pd.bandwidth, pd.bandwidth_h2d, &sim, &bad);
+            t = sim.time; peak = sim.peak;
+        } else {
+            sr = ckpt_schedule_simulate(m.costs, m.n, res.ops, res.n_ops, &t, &peak, &bad);
+        }
         if (sr != CKPT_OK)
             fprintf(stderr, "%s: warning: the planned schedule fails the cost-model check at op %d (%s)\n",
                     PROG, bad, ckpt_result_string(sr));
