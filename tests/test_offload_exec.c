@@ -1,0 +1,195 @@
+/* Offload in the executor, on the CPU backend's copy engine (worker threads throttled to a
+   bandwidth, so copies really run beside compute):
+   - a chain whose stages spin for known times plans offloads; its gradients are bit-identical to
+     store-all's (every offloaded tape and boundary came back intact), the measured step time is
+     within 10% of the predicted makespan, and copy intervals overlap compute intervals;
+   - the pinned pool stays within the host budget;
+   - an injected copy failure fails the step with CKPT_ERR_BACKEND, and the next step runs and
+     gives the same gradients; a failed pinned allocation keeps the old plan; nothing leaks. */
+#define CKPT_IMPLEMENTATION
+#include "../ckpt.h"
+#include "../backends/ckpt_cpu.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define N 8
+#define W 4096                  /* floats per boundary (16 KiB) */
+#define TW (64 * 1024)          /* floats per tape (256 KiB) */
+#define F_MS 3.0
+#define B_MS 6.0
+#define BANDWIDTH 200e6         /* bytes per second per copy stream: a tape takes 1.3 ms */
+
+static int failures = 0, checks = 0;
+#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+/* Compute intervals, recorded by the stages; copy intervals, by the engine's trace. */
+#define MAXI 4096
+static double comp_iv[MAXI][2], copy_iv[MAXI][2];
+static int n_comp, n_copy;
+static void trace(void *user, ckpt_copy_kind stream, double t0, double t1, size_t bytes) {
+    (void)user; (void)stream; (void)bytes;
+    if (n_copy < MAXI) { copy_iv[n_copy][0] = t0; copy_iv[n_copy][1] = t1; n_copy++; }
+}
+static void spin(double ms) {
+    double t0 = ckpt_cpu_now_ms(), t1;
+    while ((t1 = ckpt_cpu_now_ms()) - t0 < ms) {}
+    if (n_comp < MAXI) { comp_iv[n_comp][0] = t0; comp_iv[n_comp][1] = t1; n_comp++; }
+}
+
+static float w[N];   /* one weight per stage; dw its gradient */
+static float dw[N];
+
+/* y = w x + 1; the tape keeps x and a pattern spread over the whole tape, so any corruption of
+   an offloaded tape changes the gradients. */
+static ckpt_result fwd(const ckpt_fwd_args *a) {
+    int i = a->ctx->stage, j;
+    const float *x = (const float *)a->in;
+    float *y = (float *)a->out, *t = (float *)a->tape;
+    for (j = 0; j < W; j++) y[j] = w[i] * x[j] + 1.0f;
+    for (j = 0; j < TW; j++) t[j] = x[j % W] + (float)(j / W);
+    spin(F_MS);
+    return CKPT_OK;
+}
+static ckpt_result bwd(const ckpt_bwd_args *a) {
+    int i = a->ctx->stage, j;
+    const float *g = (const float *)a->grad_out, *t = (const float *)a->tape;
+    float *gx = (float *)a->grad_in, s = 0;
+    for (j = 0; j < TW; j++) s += g[j % W] * (t[j] - (float)(j / W)) * (1.0f / (TW / W));
+    dw[i] += s;
+    if (gx) for (j = 0; j < W; j++) gx[j] = g[j] * w[i];
+    spin(B_MS);
+    return CKPT_OK;
+}
+
+static ckpt_stage_desc st[N];
+static float x0[W], gy[W], gx[W];
+
+/* One step; returns its wall time in ms, or a negative value on failure (*r gets the result). */
+static double step(ckpt_chain *ch, ckpt_result *r) {
+    double t0 = ckpt_cpu_now_ms();
+    const void *out;
+    memset(dw, 0, sizeof dw);
+    *r = ckpt_forward(ch, x0, &out);
+    if (*r == CKPT_OK) *r = ckpt_backward(ch, gy, gx);
+    return *r == CKPT_OK ? ckpt_cpu_now_ms() - t0 : -1;
+}
+
+static int overlaps(void) {
+    int i, j, hits = 0;
+    for (i = 0; i < n_copy; i++)
+        for (j = 0; j < n_comp; j++) {
+            double lo = copy_iv[i][0] > comp_iv[j][0] ? copy_iv[i][0] : comp_iv[j][0];
+            double hi = copy_iv[i][1] < comp_iv[j][1] ? copy_iv[i][1] : comp_iv[j][1];
+            if (hi - lo > 0.5 * (copy_iv[i][1] - copy_iv[i][0])) { hits++; break; }
+        }
+    return hits;
+}
+
+int main(void) {
+    ckpt_backend be;
+    ckpt_cpu_desc bd;
+    ckpt_chain_desc cd;
+    ckpt_chain *ch = NULL;
+    ckpt_plan_desc pd;
+    ckpt_plan_info sa, info;
+    ckpt_chain_stats cs;
+    ckpt_cpu_stats bs;
+    static float ref_gx[W], ref_dw[N];
+    memset(&cs, 0, sizeof cs);
+    memset(&bs, 0, sizeof bs);
+    double best = 1e30, t;
+    ckpt_result r;
+    int i, s;
+    for (i = 0; i < N; i++) {
+        w[i] = 0.5f + 0.0625f * (float)i;
+        st[i].forward = fwd; st[i].backward = bwd;
+        st[i].out_bytes = W * sizeof(float); st[i].tape_bytes = TW * sizeof(float);
+        st[i].fwd_time = F_MS; st[i].bwd_time = B_MS;     /* ms: the bandwidth below is per ms */
+    }
+    for (i = 0; i < W; i++) { x0[i] = (float)(i % 17) * 0.125f; gy[i] = 1.0f - (float)(i % 5) * 0.25f; }
+    memset(&bd, 0, sizeof bd);
+    bd.copy_engine = 1; bd.copy_bandwidth = BANDWIDTH; bd.copy_trace = trace;
+    CHECK(ckpt_cpu_backend_create(&bd, &be) == CKPT_OK, "copy-engine backend");
+    memset(&cd, 0, sizeof cd);
+    cd.stages = st; cd.n_stages = N; cd.input_bytes = sizeof x0; cd.backend = &be; cd.seed = 1;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_OK, "chain");
+
+    /* store-all: the reference gradients */
+    memset(&pd, 0, sizeof pd);
+    pd.policy = CKPT_POLICY_STORE_ALL;
+    CHECK(ckpt_chain_plan(ch, &pd, &sa) == CKPT_OK, "store-all plan");
+    step(ch, &r);
+    CHECK(r == CKPT_OK, "store-all step: %s", ckpt_result_string(r));
+    memcpy(ref_gx, gx, sizeof gx); memcpy(ref_dw, dw, sizeof dw);
+
+    /* offload at 40% of store-all's memory, host pool capped */
+    memset(&pd, 0, sizeof pd);
+    pd.policy = CKPT_POLICY_OFFLOAD;
+    pd.budget = sa.store_all_peak * 2 / 5;
+    pd.bandwidth = BANDWIDTH / 1e3;        /* bytes per ms, the unit of the stage times */
+    pd.host_budget = sa.store_all_peak * 3 / 4;
+    r = ckpt_chain_plan(ch, &pd, &info);
+    CHECK(r == CKPT_OK && info.n_offloaded > 0, "offload plan: %s, %d offloads", ckpt_result_string(r), info.n_offloaded);
+    printf("offload plan: %d offloads, %d recomputed, predicted %.2f ms (compute %.2f, store-all %.2f), peak %llu of %llu, host %llu\n",
+           info.n_offloaded, info.n_recomputed, info.time, info.compute_time, info.store_all_time,
+           (unsigned long long)info.peak, (unsigned long long)pd.budget, (unsigned long long)info.host_peak);
+    for (s = 0; s < 3; s++) {
+        n_comp = n_copy = 0;
+        t = step(ch, &r);
+        CHECK(r == CKPT_OK, "offload step %d: %s", s, ckpt_result_string(r));
+        CHECK(memcmp(gx, ref_gx, sizeof gx) == 0 && memcmp(dw, ref_dw, sizeof dw) == 0,
+              "offload step %d: gradients differ from store-all's", s);
+        if (t >= 0 && t < best) best = t;
+    }
+    printf("measured best step %.2f ms, predicted %.2f ms (%+.1f%%); %d of %d copies overlapped compute\n", best, info.time,
+           100.0 * (best - info.time) / info.time, overlaps(), n_copy);
+    CHECK(best <= info.time * 1.10 && best >= info.time * 0.90, "step %.2f ms vs predicted makespan %.2f ms: more than 10%% apart",
+          best, info.time);
+    CHECK(n_copy == 2 * info.n_offloaded && overlaps() * 2 >= n_copy, "%d of %d copies overlapped compute", overlaps(), n_copy);
+    ckpt_chain_get_stats(ch, &cs);
+    ckpt_cpu_get_stats(&be, &bs);
+    CHECK(cs.pool_bytes > 0 && cs.pool_bytes <= pd.host_budget && bs.pinned_peak_bytes <= pd.host_budget,
+          "pinned pool %llu (backend peak %llu) over the host budget %llu", (unsigned long long)cs.pool_bytes,
+          (unsigned long long)bs.pinned_peak_bytes, (unsigned long long)pd.host_budget);
+    CHECK(cs.measured_peak == info.peak, "measured peak %llu, planned %llu", (unsigned long long)cs.measured_peak,
+          (unsigned long long)info.peak);
+
+    /* an injected copy failure fails one step; the next is whole again */
+    {
+        int failed = 0, k;
+        for (k = 1; k <= 2 * info.n_offloaded; k += 3) {
+            ckpt_cpu_inject_fault(&be, CKPT_CPU_FAULT_COPY, k);
+            step(ch, &r);
+            failed += r == CKPT_ERR_BACKEND;
+            CHECK(r == CKPT_ERR_BACKEND, "injected failure of copy %d: %s", k, ckpt_result_string(r));
+            ckpt_cpu_inject_fault(&be, CKPT_CPU_FAULT_COPY, 0);
+            step(ch, &r);
+            CHECK(r == CKPT_OK && memcmp(gx, ref_gx, sizeof gx) == 0 && memcmp(dw, ref_dw, sizeof dw) == 0,
+                  "the step after a failed copy: %s, or gradients differ", ckpt_result_string(r));
+        }
+        CHECK(failed > 0, "no injected failure was seen");
+    }
+
+    /* a failed pinned allocation: the new plan is refused, the old one still runs */
+    {
+        ckpt_plan_desc p2 = pd;
+        ckpt_plan_info i2;
+        p2.budget = sa.store_all_peak / 3;
+        ckpt_cpu_inject_fault(&be, CKPT_CPU_FAULT_ALLOC, 2);   /* the arena, then the pool */
+        r = ckpt_chain_plan(ch, &p2, &i2);
+        ckpt_cpu_inject_fault(&be, CKPT_CPU_FAULT_ALLOC, 0);
+        CHECK(r == CKPT_ERR_OUT_OF_HOST_MEMORY, "failed pool allocation: %s", ckpt_result_string(r));
+        step(ch, &r);
+        CHECK(r == CKPT_OK && memcmp(gx, ref_gx, sizeof gx) == 0, "the old plan after a refused one: %s", ckpt_result_string(r));
+        ckpt_cpu_get_stats(&be, &bs);
+        CHECK(bs.pinned_live_bytes == cs.pool_bytes, "pinned bytes %llu after the refused plan, pool %llu",
+              (unsigned long long)bs.pinned_live_bytes, (unsigned long long)cs.pool_bytes);
+    }
+    ckpt_chain_destroy(ch);
+    ckpt_cpu_get_stats(&be, &bs);
+    CHECK(bs.live_allocations == 0 && bs.pinned_live_bytes == 0, "%llu allocations left", (unsigned long long)bs.live_allocations);
+    ckpt_cpu_backend_destroy(&be);
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}
