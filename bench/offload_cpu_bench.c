@@ -1,0 +1,153 @@
+/* offload_cpu_bench -- offload against recomputation on the CPU backend's throttled copy engine.
+
+   A chain of stages that spin for fixed times (forward F ms, backward 2F ms) and write real
+   outputs and tapes. For each device budget (a fraction of store-all's peak) and each link speed
+   (given as copy time / compute time per stage: how long one stage's output and tape take to go
+   one way, over that stage's forward plus backward), it plans recompute-only (optimal) and
+   offload, runs both on a copy engine throttled to that speed, and prints predicted and measured
+   step time relative to store-all, and the gradients' bit-identity to store-all.
+
+   Build: cc -std=c11 -O2 -I. bench/offload_cpu_bench.c -o offload_cpu_bench -lm
+          (or `cmake --build build/default --target offload_cpu_bench`)
+   Run:   ./offload_cpu_bench [stages] [fwd_ms] [steps]      (defaults 12 2 3)
+*/
+#define CKPT_IMPLEMENTATION
+#include "../ckpt.h"
+#include "../backends/ckpt_cpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W (64 * 1024)           /* floats per boundary: 256 KiB */
+#define TW (4 * W)              /* floats per tape: 1 MiB */
+#define MAXN 64
+
+static double f_ms = 2.0;
+static float dw[MAXN];
+
+static void spin(double ms) {
+    double t0 = ckpt_cpu_now_ms();
+    while (ckpt_cpu_now_ms() - t0 < ms) {}
+}
+static ckpt_result fwd(const ckpt_fwd_args *a) {
+    const float *x = (const float *)a->in;
+    float *y = (float *)a->out, *t = (float *)a->tape;
+    int j;
+    for (j = 0; j < W; j++) y[j] = 0.5f * x[j] + 1.0f;
+    for (j = 0; j < TW; j++) t[j] = x[j % W];
+    spin(f_ms);
+    return CKPT_OK;
+}
+static ckpt_result bwd(const ckpt_bwd_args *a) {
+    const float *g = (const float *)a->grad_out, *t = (const float *)a->tape;
+    float *gx = (float *)a->grad_in, s = 0;
+    int j;
+    for (j = 0; j < TW; j += 64) s += g[j % W] * t[j];
+    dw[a->ctx->stage] += s;
+    if (gx) for (j = 0; j < W; j++) gx[j] = 0.5f * g[j];
+    spin(2 * f_ms);
+    return CKPT_OK;
+}
+
+static float x0[W], gy[W], gx[W];
+
+/* Median step time in ms over `steps` steps after one warm-up; gradients into g (dx then dw). */
+static double run(ckpt_chain *ch, int steps, float *g, int n) {
+    double t[16];
+    int s, i, j;
+    for (s = 0; s <= steps; s++) {
+        const void *out;
+        double t0 = ckpt_cpu_now_ms();
+        memset(dw, 0, sizeof dw);
+        if (ckpt_forward(ch, x0, &out) != CKPT_OK || ckpt_backward(ch, gy, gx) != CKPT_OK) return -1;
+        if (s > 0) t[s - 1] = ckpt_cpu_now_ms() - t0;
+    }
+    for (i = 1; i < steps; i++)
+        for (j = i; j > 0 && t[j - 1] > t[j]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
+    memcpy(g, gx, sizeof gx);
+    memcpy(g + W, dw, (size_t)n * sizeof(float));
+    return t[steps / 2];
+}
+
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 12, steps = argc > 3 ? atoi(argv[3]) : 3, i, fi, li;
+    static const double fracs[] = {0.6, 0.4, 0.25};
+    static const double link[] = {0.25, 0.5, 0.9, 2.0};   /* copy time / compute time per stage */
+    static ckpt_stage_desc st[MAXN];
+    static float ref[W + MAXN], got[W + MAXN];
+    ckpt_plan_info sa;
+    double sa_ms;
+    if (argc > 2) f_ms = atof(argv[2]);
+    if (n < 2 || n > MAXN || steps < 1 || steps > 15 || !(f_ms > 0)) {
+        fprintf(stderr, "usage: %s [stages 2..%d] [fwd_ms] [steps 1..15]\n", argv[0], MAXN);
+        return 2;
+    }
+    for (i = 0; i < n; i++) {
+        st[i].forward = fwd; st[i].backward = bwd;
+        st[i].out_bytes = W * sizeof(float); st[i].tape_bytes = TW * sizeof(float);
+        st[i].fwd_time = f_ms; st[i].bwd_time = 2 * f_ms;
+    }
+    for (i = 0; i < W; i++) { x0[i] = (float)(i % 13); gy[i] = 1.0f; }
+    {   /* store-all on the plain backend: the reference */
+        ckpt_backend be;
+        ckpt_chain_desc cd;
+        ckpt_chain *ch;
+        ckpt_plan_desc pd;
+        ckpt_cpu_backend_create(NULL, &be);
+        memset(&cd, 0, sizeof cd);
+        cd.stages = st; cd.n_stages = n; cd.input_bytes = sizeof x0; cd.backend = &be;
+        ckpt_chain_create(&cd, &ch);
+        memset(&pd, 0, sizeof pd);
+        pd.policy = CKPT_POLICY_STORE_ALL;
+        ckpt_chain_plan(ch, &pd, &sa);
+        sa_ms = run(ch, steps, ref, n);
+        ckpt_chain_destroy(ch);
+        ckpt_cpu_backend_destroy(&be);
+    }
+    printf("%d stages, fwd %.2f ms, bwd %.2f ms, output %zu B, tape %zu B; store-all: %.2f ms measured, %.2f predicted, "
+           "peak %llu B\n\n", n, f_ms, 2 * f_ms, st[0].out_bytes, st[0].tape_bytes, sa_ms, sa.store_all_time,
+           (unsigned long long)sa.store_all_peak);
+    printf("%5s %6s %10s | %-27s | %-34s | %s\n", "mem", "link", "GB/s", "optimal: pred x  meas x  grads",
+           "offload: pred x  meas x  grads  O", "host B");
+    for (fi = 0; fi < (int)(sizeof fracs / sizeof fracs[0]); fi++) {
+        for (li = 0; li < (int)(sizeof link / sizeof link[0]); li++) {
+            /* one stage's output + tape one way in link[li] x (f + b) */
+            double bytes = (double)(st[0].out_bytes + st[0].tape_bytes), bps = bytes / (link[li] * 3 * f_ms * 1e-3);
+            double opt_ms, off_ms;
+            int p;
+            ckpt_plan_info oi, fi_;
+            ckpt_backend be;
+            ckpt_cpu_desc bd;
+            memset(&bd, 0, sizeof bd);
+            bd.copy_engine = 1; bd.copy_bandwidth = bps;
+            ckpt_cpu_backend_create(&bd, &be);
+            for (p = 0; p < 2; p++) {
+                ckpt_chain_desc cd;
+                ckpt_chain *ch;
+                ckpt_plan_desc pd;
+                ckpt_plan_info *info = p ? &fi_ : &oi;
+                double ms;
+                memset(&cd, 0, sizeof cd);
+                cd.stages = st; cd.n_stages = n; cd.input_bytes = sizeof x0; cd.backend = &be;
+                ckpt_chain_create(&cd, &ch);
+                memset(&pd, 0, sizeof pd);
+                pd.policy = p ? CKPT_POLICY_OFFLOAD : CKPT_POLICY_OPTIMAL;
+                pd.budget = (uint64_t)(fracs[fi] * (double)sa.store_all_peak);
+                pd.bandwidth = bps / 1e3;
+                if (ckpt_chain_plan(ch, &pd, info) != CKPT_OK) { ckpt_chain_destroy(ch); info->time = -1; continue; }
+                ms = run(ch, steps, got, n);
+                if (p) off_ms = ms; else opt_ms = ms;
+                info->unit = memcmp(got, ref, (W + (size_t)n) * sizeof(float)) == 0;   /* unit: reused as "grads equal" */
+                ckpt_chain_destroy(ch);
+            }
+            ckpt_cpu_backend_destroy(&be);
+            if (oi.time < 0 || fi_.time < 0) { printf("%5.2f %6.2f infeasible\n", fracs[fi], link[li]); continue; }
+            printf("%5.2f %6.2f %10.3f | %15.3f %7.3f  %-5s | %15.3f %7.3f  %-5s %2d | %llu\n", fracs[fi], link[li], bps / 1e9,
+                   oi.time / sa.store_all_time, opt_ms / sa_ms, oi.unit ? "yes" : "NO", fi_.time / sa.store_all_time,
+                   off_ms / sa_ms, fi_.unit ? "yes" : "NO", fi_.n_offloaded, (unsigned long long)fi_.host_peak);
+        }
+    }
+    printf("\nmem: budget / store-all peak; link: one stage's output + tape, one way, over its fwd + bwd time.\n");
+    return 0;
+}
