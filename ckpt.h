@@ -487,6 +487,7 @@ typedef struct ckpt_ctx {
     void *stream;           /* the backend's compute stream (NULL on the CPU backend) */
     void *user;             /* the stage's user pointer */
     const ckpt_backend *backend;    /* the chain's backend, e.g. for ckpt_cuda_philox_dropout */
+    int microbatch;         /* 0..k-1 with ckpt_chain_desc.microbatches = k (else 0) */
 } ckpt_ctx;
 
 /* Draws `blocks` 128-bit Philox blocks for this stage and describes them in *out. In the first
@@ -501,6 +502,7 @@ typedef struct ckpt_fwd_args {
     void *out;          /* X[i], out_bytes */
     void *tape;         /* tape_bytes (NULL if 0); always written, kept only if ctx->keep_tape */
     void *workspace;    /* fwd_workspace_bytes of scratch (NULL if 0) */
+    const void *params; /* parameter streaming: the device copy of the stage's host_params; else NULL */
 } ckpt_fwd_args;
 
 typedef struct ckpt_bwd_args {
@@ -510,6 +512,11 @@ typedef struct ckpt_bwd_args {
     const void *grad_out;   /* G[i] */
     void *grad_in;          /* G[i-1]; NULL for stage 0 when the caller passed no input gradient */
     void *workspace;        /* bwd_workspace_bytes of scratch (NULL if 0) */
+    const void *params;     /* parameter streaming: the device copy of host_params; else NULL */
+    void *param_grads;      /* parameter streaming with host_grads: param_bytes of device memory,
+                               zeroed before the op; ADD this stage's gradients into it (every
+                               microbatch of the op adds into the same buffer). Afterwards the
+                               library copies it back and adds it into host_grads. Else NULL. */
 } ckpt_bwd_args;
 
 /* Return CKPT_OK, or any negative code to abort the step (reported as CKPT_ERR_CALLBACK). */
@@ -530,6 +537,13 @@ typedef struct ckpt_stage_desc {
     double bwd_time;                /* b_i, >= 0 */
     unsigned flags;                 /* CKPT_STAGE_* */
     void *user;
+    /* Parameter streaming (see PARAMETER STREAMING in the manual): the stage's parameters live
+       in host memory (pinned is best: copies overlap only from pinned memory on a GPU) and are
+       loaded into a device slot ahead of each op that runs the stage. */
+    const void *host_params;        /* NULL: no streaming for this stage */
+    size_t param_bytes;
+    float *host_grads;              /* float gradients, param_bytes / 4 of them, that every
+                                       backward adds into; NULL: the callback keeps its own */
 } ckpt_stage_desc;
 
 /* >>planner ------------------------------------------------------------------------------------ */
@@ -687,6 +701,8 @@ typedef struct ckpt_chain_desc {
     ckpt_rng_hooks rng_hooks;
     ckpt_logger logger;
     ckpt_allocator allocator;
+    int microbatches;               /* k: lanes run through every op together (default 1); use
+                                       ckpt_forward_microbatches / ckpt_backward_microbatches */
 } ckpt_chain_desc;
 
 CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain **out);
@@ -711,6 +727,16 @@ CKPT_API ckpt_result ckpt_backward(ckpt_chain *chain, const void *grad_output, v
 /* Abandons a forward whose backward will not run (e.g. evaluation). */
 CKPT_API void ckpt_chain_reset_step(ckpt_chain *chain);
 
+/* With ckpt_chain_desc.microbatches = k: every op of the schedule runs for microbatches 0..k-1
+   before the next op starts, each microbatch in its own copy (lane) of the arena, so a streamed
+   stage's parameters are loaded once per op for all k. inputs[m] is microbatch m's X[0];
+   outputs[m] (the array may be NULL) gets its X[n]. The backward takes k output gradients and k
+   input-gradient pointers (grad_inputs, or any of its entries, may be NULL). ckpt_forward and
+   ckpt_backward are these with k = 1 and return CKPT_ERR_BAD_ARGUMENT when k > 1. */
+CKPT_API ckpt_result ckpt_forward_microbatches(ckpt_chain *chain, const void *const *inputs, const void **outputs);
+CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *chain, const void *const *grad_outputs,
+                                                void *const *grad_inputs);
+
 typedef struct ckpt_chain_stats {
     uint64_t planned_peak;      /* the plan's predicted peak (cost-model bytes) */
     uint64_t measured_peak;     /* largest sum of live buffer bytes seen while running */
@@ -723,6 +749,9 @@ typedef struct ckpt_chain_stats {
     uint64_t planned_host_peak; /* offload: the plan's pinned bytes */
     uint64_t pool_bytes;        /* offload: the pinned pool allocated once through the backend */
     uint64_t copies;            /* offload: O and P copies issued */
+    uint64_t param_loads;       /* streaming: parameter copies to the device */
+    uint64_t grad_stores;       /* streaming: gradient copies to the host */
+    uint64_t slot_bytes;        /* streaming: device bytes of the parameter and gradient slots */
 } ckpt_chain_stats;
 
 CKPT_API ckpt_result ckpt_chain_get_stats(const ckpt_chain *chain, ckpt_chain_stats *out);
@@ -2849,10 +2878,21 @@ struct ckpt_chain {
     void *arena;
     uint64_t arena_bytes;
     void *pool;                     /* pinned host pool of offloaded buffers (NULL: none) */
-    void **ev_done, **ev_pos;       /* per O/P op: copy done; compute reached the op (NULL: no events) */
+    uint64_t pool_lane_bytes;       /* pool bytes per lane */
+    void **ev_done, **ev_pos;       /* per O/P op and lane: copy done; compute reached the op (NULL: no events) */
+    /* microbatches: lane m has the arena bytes [m * lane_bytes, (m + 1) * lane_bytes) */
+    int lanes;
+    uint64_t lane_bytes;
+    /* parameter streaming: two parameter slots and two gradient slots on the device, two pinned
+       staging buffers for gradients; events order them (async: the backend has copy streams) */
+    int streaming, async;
+    size_t max_params, max_grads;
+    void *pslot[2], *gslot[2], *gstage[2];
+    int pslot_stage[2], pload_pending[2], pfree_recorded[2], last_pslot, gstage_owner[2], next_g;
+    void *ev_pfree[2], *ev_pload[2], *ev_gdone[2], *ev_bdone;
     /* the step */
     int state;
-    const void *input;
+    const void **inputs;            /* per lane: X[0] of the step */
     ckpt_chain_stats stats;
 };
 
@@ -2880,6 +2920,19 @@ static ckpt_result _ckpt_check_chain_desc(const ckpt_chain_desc *d, const ckpt_l
             return _CKPT_ERR(lg, CKPT_ERR_MISSING_CALLBACK, "ckpt_chain_desc.stages[%d] (%s) has no %s callback", i,
                              d->stages[i].name ? d->stages[i].name : "unnamed",
                              d->stages[i].forward ? "backward" : "forward");
+    if (d->microbatches < 0 || d->microbatches > 65536)
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.microbatches is %d; 0 or 1 (one) up to 65536",
+                         d->microbatches);
+    for (i = 0; i < d->n_stages; i++) {
+        const ckpt_stage_desc *st = &d->stages[i];
+        if (st->param_bytes && !st->host_params)
+            return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_chain_desc.stages[%d].param_bytes is %llu but host_params "
+                             "is NULL", i, (unsigned long long)st->param_bytes);
+        if (st->host_grads && (!st->host_params || st->param_bytes % sizeof(float)))
+            return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.stages[%d].host_grads needs host_params and a "
+                             "param_bytes that is a multiple of 4 (float gradients); it is %llu", i,
+                             (unsigned long long)st->param_bytes);
+    }
     return CKPT_OK;
 }
 
@@ -2896,8 +2949,8 @@ static void _ckpt_chain_drop_plan(ckpt_chain *ch) {
     if (ch->pool) ch->be.free_pinned(ch->be.state, ch->pool);
     ch->pool = NULL;
     if (ch->plan) {
-        _ckpt_free_events(ch, ch->ev_done, ch->plan->info.n_ops);
-        _ckpt_free_events(ch, ch->ev_pos, ch->plan->info.n_ops);
+        _ckpt_free_events(ch, ch->ev_done, ch->plan->info.n_ops * ch->lanes);
+        _ckpt_free_events(ch, ch->ev_pos, ch->plan->info.n_ops * ch->lanes);
     }
     ch->ev_done = ch->ev_pos = NULL;
     ckpt_plan_destroy(ch->plan);
@@ -2905,6 +2958,59 @@ static void _ckpt_chain_drop_plan(ckpt_chain *ch) {
     _ckpt_analysis_free(&ch->al, &ch->an);
     _ckpt_free(&ch->al, ch->op_alloc); _ckpt_free(&ch->al, ch->op_free);
     ch->op_alloc = ch->op_free = NULL;
+}
+
+/* >>streaming: slots and events (allocated with the chain) */
+static void _ckpt_stream_free(ckpt_chain *ch) {
+    int i;
+    void **evs[4];
+    evs[0] = ch->ev_pfree; evs[1] = ch->ev_pload; evs[2] = ch->ev_gdone; evs[3] = &ch->ev_bdone;
+    for (i = 0; i < 2; i++) {
+        if (ch->pslot[i]) ch->be.free(ch->be.state, ch->pslot[i]);
+        if (ch->gslot[i]) ch->be.free(ch->be.state, ch->gslot[i]);
+        if (ch->gstage[i]) ch->be.free_pinned(ch->be.state, ch->gstage[i]);
+        ch->pslot[i] = ch->gslot[i] = ch->gstage[i] = NULL;
+    }
+    for (i = 0; i < 7; i++) {
+        void **e = i < 6 ? &evs[i / 2][i % 2] : evs[3];
+        if (*e) ch->be.event_destroy(ch->be.state, *e);
+        *e = NULL;
+    }
+}
+
+static ckpt_result _ckpt_stream_setup(ckpt_chain *ch) {
+    const ckpt_backend *be = &ch->be;
+    ckpt_result r = CKPT_OK;
+    int i;
+    for (i = 0; i < ch->n; i++) {
+        const ckpt_stage_desc *st = &ch->stages[i];
+        if (!st->host_params || !st->param_bytes) continue;
+        ch->streaming = 1;
+        if (st->param_bytes > ch->max_params) ch->max_params = st->param_bytes;
+        if (st->host_grads && st->param_bytes > ch->max_grads) ch->max_grads = st->param_bytes;
+    }
+    ch->pslot_stage[0] = ch->pslot_stage[1] = ch->last_pslot = -1;
+    ch->gstage_owner[0] = ch->gstage_owner[1] = -1;
+    if (!ch->streaming) return CKPT_OK;
+    if (!be->copy_async || (ch->max_grads && (!be->alloc_pinned || !be->free_pinned || !be->memset_async)))
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_BACKEND, "parameter streaming needs the backend's copies, memset and "
+                         "pinned memory (%s has not all of them)", be->name ? be->name : "unnamed");
+    ch->async = be->copy_stream && be->copy_stream(be->state, CKPT_COPY_HOST_TO_DEVICE) &&
+                be->copy_stream(be->state, CKPT_COPY_DEVICE_TO_HOST) && be->event_create && be->event_destroy &&
+                be->event_record && be->stream_wait_event && be->event_synchronize;
+    for (i = 0; i < 2 && r == CKPT_OK; i++) {
+        r = be->alloc(be->state, ch->max_params, &ch->pslot[i]);
+        if (r == CKPT_OK && ch->max_grads) r = be->alloc(be->state, ch->max_grads, &ch->gslot[i]);
+        if (r == CKPT_OK && ch->max_grads) r = be->alloc_pinned(be->state, ch->max_grads, &ch->gstage[i]);
+        if (r == CKPT_OK && ch->async) r = be->event_create(be->state, &ch->ev_pfree[i]);
+        if (r == CKPT_OK && ch->async) r = be->event_create(be->state, &ch->ev_pload[i]);
+        if (r == CKPT_OK && ch->async) r = be->event_create(be->state, &ch->ev_gdone[i]);
+    }
+    if (r == CKPT_OK && ch->async) r = be->event_create(be->state, &ch->ev_bdone);
+    ch->stats.slot_bytes = 2 * (uint64_t)(ch->max_params + ch->max_grads);
+    if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "parameter streaming: could not allocate the %llu bytes of slots",
+                                       (unsigned long long)ch->stats.slot_bytes);
+    return CKPT_OK;
 }
 
 CKPT_API void ckpt_chain_destroy(ckpt_chain *ch) {
@@ -2917,6 +3023,8 @@ CKPT_API void ckpt_chain_destroy(ckpt_chain *ch) {
         for (i = 0; i < ch->n; i++) _ckpt_free(&al, ch->names[i]);
     _ckpt_free(&al, ch->names); _ckpt_free(&al, ch->stages); _ckpt_free(&al, ch->costs);
     _ckpt_free(&al, ch->hook_state); _ckpt_free(&al, ch->rng_base); _ckpt_free(&al, ch->rng_count);
+    _ckpt_stream_free(ch);
+    _ckpt_free(&al, ch->inputs);
     _ckpt_free(&al, ch);
 }
 
@@ -2934,14 +3042,19 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
     ch->al = desc->allocator; ch->lg = desc->logger; ch->be = *desc->backend; ch->n = desc->n_stages;
     ch->hooks = desc->rng_hooks; ch->seed = desc->seed; ch->rng_next = desc->rng_offset;
     ch->stats.failed_stage = -1;
+    ch->lanes = desc->microbatches > 0 ? desc->microbatches : 1;
+    ch->pslot_stage[0] = ch->pslot_stage[1] = ch->last_pslot = -1;
+    ch->gstage_owner[0] = ch->gstage_owner[1] = -1;
     ch->stages = (ckpt_stage_desc *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->stages);
     ch->names = (char **)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->names);
     ch->costs = (ckpt_cost *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->costs);
-    ch->rng_base = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof(uint64_t));
-    ch->rng_count = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof(uint64_t));
+    ch->rng_base = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)ch->n * (size_t)ch->lanes, sizeof(uint64_t));
+    ch->rng_count = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)ch->n * (size_t)ch->lanes, sizeof(uint64_t));
+    ch->inputs = (const void **)_ckpt_calloc(&ch->al, (size_t)ch->lanes, sizeof(void *));
     if (ch->hooks.state_bytes)
-        ch->hook_state = (unsigned char *)_ckpt_calloc(&ch->al, (size_t)ch->n + 1, ch->hooks.state_bytes);
-    if (!ch->stages || !ch->names || !ch->costs || !ch->rng_base || !ch->rng_count ||
+        ch->hook_state = (unsigned char *)_ckpt_calloc(&ch->al, (size_t)ch->n * (size_t)ch->lanes + 1,
+                                                       ch->hooks.state_bytes);
+    if (!ch->stages || !ch->names || !ch->costs || !ch->rng_base || !ch->rng_count || !ch->inputs ||
         (ch->hooks.state_bytes && !ch->hook_state))
         goto oom;
     memcpy(ch->stages, desc->stages, (size_t)ch->n * sizeof *ch->stages);
@@ -2963,7 +3076,10 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
     }
     if (all_zero)   /* no times given: assume the usual backward = 2 x forward */
         for (i = 0; i < ch->n; i++) { ch->costs[i].f = 1.0; ch->costs[i].b = 2.0; }
-    if ((r = _ckpt_check_costs(ch->costs, ch->n, lg)) != CKPT_OK) { ckpt_chain_destroy(ch); return r; }
+    if ((r = _ckpt_check_costs(ch->costs, ch->n, lg)) != CKPT_OK || (r = _ckpt_stream_setup(ch)) != CKPT_OK) {
+        ckpt_chain_destroy(ch);
+        return r;
+    }
     *out = ch;
     return CKPT_OK;
 oom:
@@ -2988,8 +3104,12 @@ static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_plan *plan, _c
     if (plan->host_budget && *pool_bytes > plan->host_budget)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_INFEASIBLE, "the pinned pool needs %llu bytes once laid out, over the host budget "
                          "of %llu", (unsigned long long)*pool_bytes, (unsigned long long)plan->host_budget);
-    if (*pool_bytes > (uint64_t)SIZE_MAX) return CKPT_ERR_SIZE_OVERFLOW;
-    if ((r = be->alloc_pinned(be->state, (size_t)*pool_bytes, pool)) != CKPT_OK) {
+    *pool_bytes = (*pool_bytes + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
+    if (plan->host_budget && *pool_bytes * (uint64_t)ch->lanes > plan->host_budget)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_INFEASIBLE, "%d lanes of the %llu-byte pinned pool exceed the host budget of %llu",
+                         ch->lanes, (unsigned long long)*pool_bytes, (unsigned long long)plan->host_budget);
+    if (*pool_bytes > (uint64_t)SIZE_MAX / (uint64_t)ch->lanes) return CKPT_ERR_SIZE_OVERFLOW;
+    if ((r = be->alloc_pinned(be->state, (size_t)(*pool_bytes * (uint64_t)ch->lanes), pool)) != CKPT_OK) {
         *pool = NULL;
         return _CKPT_ERR(&ch->lg, r == CKPT_ERR_OUT_OF_DEVICE_MEMORY ? CKPT_ERR_OUT_OF_HOST_MEMORY : r,
                          "the backend (%s) could not allocate the %llu-byte pinned pool", be->name ? be->name : "unnamed",
@@ -2999,11 +3119,11 @@ static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_plan *plan, _c
         !be->copy_stream(be->state, CKPT_COPY_HOST_TO_DEVICE) || !be->event_create || !be->event_destroy ||
         !be->event_record || !be->stream_wait_event)
         return CKPT_OK;     /* copies on the compute stream: ordered without events */
-    *ev_done = (void **)_ckpt_calloc(&ch->al, (size_t)n_ops + 1, sizeof(void *));
-    *ev_pos = (void **)_ckpt_calloc(&ch->al, (size_t)n_ops + 1, sizeof(void *));
+    *ev_done = (void **)_ckpt_calloc(&ch->al, (size_t)n_ops * (size_t)ch->lanes + 1, sizeof(void *));
+    *ev_pos = (void **)_ckpt_calloc(&ch->al, (size_t)n_ops * (size_t)ch->lanes + 1, sizeof(void *));
     if (!*ev_done || !*ev_pos) return CKPT_ERR_OUT_OF_HOST_MEMORY;
-    for (k = 0; k < n_ops; k++) {
-        if (plan->ops[k].kind != CKPT_OP_O && plan->ops[k].kind != CKPT_OP_P) continue;
+    for (k = 0; k < n_ops * ch->lanes; k++) {
+        if (plan->ops[k / ch->lanes].kind != CKPT_OP_O && plan->ops[k / ch->lanes].kind != CKPT_OP_P) continue;
         if ((r = be->event_create(be->state, &(*ev_done)[k])) != CKPT_OK ||
             (r = be->event_create(be->state, &(*ev_pos)[k])) != CKPT_OK)
             return _CKPT_ERR(&ch->lg, r, "the backend could not create the offload events");
@@ -3035,7 +3155,11 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
                       (unsigned long long)arena_bytes);
     } else if (r != CKPT_OK) {
         _CKPT_ERR(&ch->lg, r, "out of host memory while laying out the arena");
-    } else if ((r = ch->be.alloc(ch->be.state, (size_t)(arena_bytes ? arena_bytes : 1), &arena)) != CKPT_OK) {
+    } else if ((arena_bytes = (arena_bytes + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN,
+                arena_bytes > (uint64_t)SIZE_MAX / (uint64_t)ch->lanes)) {
+        r = _CKPT_ERR(&ch->lg, CKPT_ERR_SIZE_OVERFLOW, "%d lanes of a %llu-byte arena exceed SIZE_MAX", ch->lanes,
+                      (unsigned long long)arena_bytes);
+    } else if ((r = ch->be.alloc(ch->be.state, (size_t)(arena_bytes ? arena_bytes * (uint64_t)ch->lanes : 1), &arena)) != CKPT_OK) {
         _CKPT_ERR(&ch->lg, r, "the backend (%s) could not allocate the %llu-byte arena",
                   ch->be.name ? ch->be.name : "unnamed", (unsigned long long)arena_bytes);
         arena = NULL;
@@ -3045,8 +3169,8 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
     if (r != CKPT_OK) {
         if (arena) ch->be.free(ch->be.state, arena);
         if (pool) ch->be.free_pinned(ch->be.state, pool);
-        _ckpt_free_events(ch, ev_done, plan->info.n_ops);
-        _ckpt_free_events(ch, ev_pos, plan->info.n_ops);
+        _ckpt_free_events(ch, ev_done, plan->info.n_ops * ch->lanes);
+        _ckpt_free_events(ch, ev_pos, plan->info.n_ops * ch->lanes);
         _ckpt_analysis_free(&ch->al, &an);
         _ckpt_free(&ch->al, op_alloc); _ckpt_free(&ch->al, op_free);
         ckpt_plan_destroy(plan);
@@ -3057,16 +3181,18 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
         op_free[an.bufs[b].end] += an.bufs[b].bytes;
     }
     _ckpt_chain_drop_plan(ch);
-    ch->plan = plan; ch->an = an; ch->arena = arena; ch->arena_bytes = arena_bytes;
+    ch->plan = plan; ch->an = an; ch->arena = arena; ch->arena_bytes = arena_bytes * (uint64_t)ch->lanes;
+    ch->lane_bytes = arena_bytes;
     ch->pool = pool; ch->ev_done = ev_done; ch->ev_pos = ev_pos;
+    ch->pool_lane_bytes = (pool_bytes + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
     ch->op_alloc = op_alloc; ch->op_free = op_free;
     ch->state = _CKPT_IDLE;
     ch->stats.planned_peak = plan->info.peak;
     ch->stats.measured_peak = 0;
-    ch->stats.arena_bytes = arena_bytes;
+    ch->stats.arena_bytes = ch->arena_bytes;
     ch->stats.arena_high_water = 0;
     ch->stats.planned_host_peak = an.host_peak;
-    ch->stats.pool_bytes = pool ? pool_bytes : 0;
+    ch->stats.pool_bytes = pool ? ch->pool_lane_bytes * (uint64_t)ch->lanes : 0;
     if (info) *info = plan->info;
     return CKPT_OK;
 }
@@ -3152,60 +3278,61 @@ static ckpt_result _ckpt_fail_stage(ckpt_chain *ch, int stage, const char *what,
                      _ckpt_stage_name(ch, stage), what, ckpt_result_string(cb));
 }
 
-static void *_ckpt_buf_ptr(ckpt_chain *ch, int b) {
+static void *_ckpt_buf_ptr(ckpt_chain *ch, int b, int lane) {
     const _ckpt_buf *x;
     if (b < 0) return NULL;
     x = &ch->an.bufs[b];
     if (x->bytes == 0) return NULL;
     if (x->offset + x->bytes > ch->stats.arena_high_water) ch->stats.arena_high_water = x->offset + x->bytes;
-    return (char *)ch->arena + x->offset;
+    return (char *)ch->arena + (size_t)lane * ch->lane_bytes + x->offset;
 }
 
-static ckpt_result _ckpt_run_forward_op(ckpt_chain *ch, const ckpt_op *op, const _ckpt_instr *in) {
-    int i = op->stage - 1;
+static ckpt_result _ckpt_run_forward_op(ckpt_chain *ch, const ckpt_op *op, const _ckpt_instr *in, int lane,
+                                        const void *params) {
+    int i = op->stage - 1, ri = lane * ch->n + i;
     const ckpt_stage_desc *st = &ch->stages[i];
     size_t hb = ch->hooks.state_bytes;
+    unsigned char *own = ch->hook_state + (size_t)ri * hb, *cur = ch->hook_state + (size_t)ch->n * ch->lanes * hb;
     ckpt_ctx ctx;
     ckpt_fwd_args a;
     ckpt_result r;
     memset(&ctx, 0, sizeof ctx);
     ctx.chain = ch; ctx.stage = i; ctx.keep_tape = op->tape; ctx.user = st->user; ctx.backend = &ch->be;
+    ctx.microbatch = lane;
     ctx.stream = ch->be.compute_stream ? ch->be.compute_stream(ch->be.state) : NULL;
     ctx.mode = in->first ? CKPT_MODE_FORWARD : CKPT_MODE_RECOMPUTE;
     if (in->first) {
         ctx._rng_cursor = ch->rng_next;
-        if (hb) ch->hooks.save(ch->hook_state + (size_t)i * hb, ch->hooks.user);
+        if (hb) ch->hooks.save(own, ch->hooks.user);
     } else {
-        ctx._rng_cursor = ch->rng_base[i];
-        ctx._rng_limit = ch->rng_base[i] + ch->rng_count[i];
-        if (hb) {
-            ch->hooks.save(ch->hook_state + (size_t)ch->n * hb, ch->hooks.user);
-            ch->hooks.restore(ch->hook_state + (size_t)i * hb, ch->hooks.user);
-        }
+        ctx._rng_cursor = ch->rng_base[ri];
+        ctx._rng_limit = ch->rng_base[ri] + ch->rng_count[ri];
+        if (hb) { ch->hooks.save(cur, ch->hooks.user); ch->hooks.restore(own, ch->hooks.user); }
     }
     a.ctx = &ctx;
-    a.in = i == 0 ? ch->input : _ckpt_buf_ptr(ch, in->in);
-    a.out = _ckpt_buf_ptr(ch, in->out);
-    a.tape = _ckpt_buf_ptr(ch, in->tape);
-    a.workspace = _ckpt_buf_ptr(ch, in->ws);
+    a.in = i == 0 ? ch->inputs[lane] : _ckpt_buf_ptr(ch, in->in, lane);
+    a.out = _ckpt_buf_ptr(ch, in->out, lane);
+    a.tape = _ckpt_buf_ptr(ch, in->tape, lane);
+    a.workspace = _ckpt_buf_ptr(ch, in->ws, lane);
+    a.params = params;
     r = st->forward(&a);
-    if (!in->first && hb) ch->hooks.restore(ch->hook_state + (size_t)ch->n * hb, ch->hooks.user);
+    if (!in->first && hb) ch->hooks.restore(cur, ch->hooks.user);
     if (r != CKPT_OK) return _ckpt_fail_stage(ch, i, in->first ? "forward" : "forward (recomputation)", r);
     if (in->first) {
-        ch->rng_base[i] = ch->rng_next;
-        ch->rng_count[i] = ctx._rng_cursor - ch->rng_next;
+        ch->rng_base[ri] = ch->rng_next;
+        ch->rng_count[ri] = ctx._rng_cursor - ch->rng_next;
         ch->rng_next = ctx._rng_cursor;
     } else if (ctx._rng_cursor != ctx._rng_limit) {
         return _CKPT_ERR(&ch->lg, CKPT_ERR_RNG_REPLAY,
                          "stage %d (%s): the recomputation drew %llu Philox blocks, the first forward %llu", i,
-                         _ckpt_stage_name(ch, i), (unsigned long long)(ctx._rng_cursor - ch->rng_base[i]),
-                         (unsigned long long)ch->rng_count[i]);
+                         _ckpt_stage_name(ch, i), (unsigned long long)(ctx._rng_cursor - ch->rng_base[ri]),
+                         (unsigned long long)ch->rng_count[ri]);
     }
     return CKPT_OK;
 }
 
-static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, const _ckpt_instr *in,
-                                         const void *grad_output, void *grad_input) {
+static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, const _ckpt_instr *in, int lane,
+                                         const void *grad_output, void *grad_input, const void *params, void *pgrads) {
     int i = op->stage - 1;
     const ckpt_stage_desc *st = &ch->stages[i];
     ckpt_ctx ctx;
@@ -3213,18 +3340,21 @@ static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, cons
     ckpt_result r;
     memset(&ctx, 0, sizeof ctx);
     ctx.chain = ch; ctx.stage = i; ctx.mode = CKPT_MODE_BACKWARD; ctx.user = st->user; ctx.backend = &ch->be;
+    ctx.microbatch = lane;
     ctx.stream = ch->be.compute_stream ? ch->be.compute_stream(ch->be.state) : NULL;
     a.ctx = &ctx;
-    a.in = i == 0 ? ch->input : _ckpt_buf_ptr(ch, in->in);
-    a.tape = _ckpt_buf_ptr(ch, in->tape);
-    a.grad_out = i == ch->n - 1 ? grad_output : _ckpt_buf_ptr(ch, in->gout);
-    a.grad_in = i == 0 ? grad_input : _ckpt_buf_ptr(ch, in->gin);
-    a.workspace = _ckpt_buf_ptr(ch, in->ws);
+    a.in = i == 0 ? ch->inputs[lane] : _ckpt_buf_ptr(ch, in->in, lane);
+    a.tape = _ckpt_buf_ptr(ch, in->tape, lane);
+    a.grad_out = i == ch->n - 1 ? grad_output : _ckpt_buf_ptr(ch, in->gout, lane);
+    a.grad_in = i == 0 ? grad_input : _ckpt_buf_ptr(ch, in->gin, lane);
+    a.workspace = _ckpt_buf_ptr(ch, in->ws, lane);
+    a.params = params;
+    a.param_grads = pgrads;
     r = st->backward(&a);
     return r == CKPT_OK ? CKPT_OK : _ckpt_fail_stage(ch, i, "backward", r);
 }
 
-/* Names the operation for a profiler: "F3+ name", "F3 name" or "B3 name" (1-based stage). */
+/* Names the operation for a profiler: "F3+ name", "F3 name", "B3 name", "O X3", "P T3". */
 static void _ckpt_range_push(ckpt_chain *ch, const ckpt_op *op) {
     char label[96];
     if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P)
@@ -3238,25 +3368,25 @@ static void _ckpt_range_push(ckpt_chain *ch, const ckpt_op *op) {
 /* O and P: a copy between the arena and the pinned pool on the backend's copy stream for that
    direction. The copy stream first waits for compute to reach this op (ev_pos) and, for P, for
    its O's copy (the host data); ev_done marks the copy's end, which compute ops wait for. */
-static ckpt_result _ckpt_run_copy_op(ckpt_chain *ch, int k) {
+static ckpt_result _ckpt_run_copy_op(ckpt_chain *ch, int k, int lane) {
     const ckpt_op *op = &ch->plan->ops[k];
     const _ckpt_instr *in = &ch->an.instr[k];
     const ckpt_backend *be = &ch->be;
-    int is_o = op->kind == CKPT_OP_O;
+    int is_o = op->kind == CKPT_OP_O, e = k * ch->lanes + lane;
     ckpt_copy_kind dir = is_o ? CKPT_COPY_DEVICE_TO_HOST : CKPT_COPY_HOST_TO_DEVICE;
     const _ckpt_buf *hb = &ch->an.hbufs[is_o ? in->out : in->in];
-    char *host = (char *)ch->pool + hb->offset;
-    void *dev = _ckpt_buf_ptr(ch, is_o ? in->in : in->out);
+    char *host = (char *)ch->pool + (size_t)lane * ch->pool_lane_bytes + hb->offset;
+    void *dev = _ckpt_buf_ptr(ch, is_o ? in->in : in->out, lane);
     void *stream = ch->ev_done ? be->copy_stream(be->state, dir) : NULL;
     ckpt_result r = CKPT_OK;
     if (stream) {
-        r = be->event_record(be->state, ch->ev_pos[k], NULL);
-        if (r == CKPT_OK) r = be->stream_wait_event(be->state, stream, ch->ev_pos[k]);
-        if (r == CKPT_OK && !is_o) r = be->stream_wait_event(be->state, stream, ch->ev_done[in->src_op]);
+        r = be->event_record(be->state, ch->ev_pos[e], NULL);
+        if (r == CKPT_OK) r = be->stream_wait_event(be->state, stream, ch->ev_pos[e]);
+        if (r == CKPT_OK && !is_o) r = be->stream_wait_event(be->state, stream, ch->ev_done[in->src_op * ch->lanes + lane]);
     }
     if (r == CKPT_OK && hb->bytes)
         r = be->copy_async(be->state, is_o ? (void *)host : dev, is_o ? dev : (const void *)host, (size_t)hb->bytes, dir, stream);
-    if (r == CKPT_OK && stream) r = be->event_record(be->state, ch->ev_done[k], stream);
+    if (r == CKPT_OK && stream) r = be->event_record(be->state, ch->ev_done[e], stream);
     if (r != CKPT_OK)
         return _CKPT_ERR(&ch->lg, r, "op %d: the %s of %s[%d] (%llu bytes) failed", k, is_o ? "offload" : "prefetch",
                          op->tape ? "T" : "X", op->stage, (unsigned long long)hb->bytes);
@@ -3266,31 +3396,174 @@ static ckpt_result _ckpt_run_copy_op(ckpt_chain *ch, int k) {
 
 /* Before a compute op: compute waits for the prefetches it reads and for the offload copies whose
    device buffers it may now overwrite. */
-static ckpt_result _ckpt_wait_copies(ckpt_chain *ch, int k) {
+static ckpt_result _ckpt_wait_copies(ckpt_chain *ch, int k, int lane) {
     const _ckpt_instr *in = &ch->an.instr[k];
     const ckpt_backend *be = &ch->be;
     ckpt_result r = CKPT_OK;
-    int o;
+    int o, L = ch->lanes;
     if (!ch->ev_done) return CKPT_OK;
-    if (in->wait_p >= 0) r = be->stream_wait_event(be->state, NULL, ch->ev_done[in->wait_p]);
-    if (r == CKPT_OK && in->wait_p2 >= 0) r = be->stream_wait_event(be->state, NULL, ch->ev_done[in->wait_p2]);
-    for (o = in->wait_o; o >= 0 && r == CKPT_OK; o = ch->an.o_next[o]) r = be->stream_wait_event(be->state, NULL, ch->ev_done[o]);
+    if (in->wait_p >= 0) r = be->stream_wait_event(be->state, NULL, ch->ev_done[in->wait_p * L + lane]);
+    if (r == CKPT_OK && in->wait_p2 >= 0) r = be->stream_wait_event(be->state, NULL, ch->ev_done[in->wait_p2 * L + lane]);
+    for (o = in->wait_o; o >= 0 && r == CKPT_OK; o = ch->an.o_next[o])
+        r = be->stream_wait_event(be->state, NULL, ch->ev_done[o * L + lane]);
     return r == CKPT_OK ? r : _CKPT_ERR(&ch->lg, r, "op %d: waiting for a copy failed", k);
 }
 
-/* Runs ops [from, to); the live-byte count is kept as the executor hands out and retires buffers. */
-static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *gout, void *gin, uint64_t *live) {
-    int k;
+/* >>streaming (executor): parameters into two device slots, gradients out through two more */
+static ckpt_result _ckpt_param_load(ckpt_chain *ch, int slot, int stage) {
+    const ckpt_backend *be = &ch->be;
+    const ckpt_stage_desc *st = &ch->stages[stage];
+    void *stream = ch->async ? be->copy_stream(be->state, CKPT_COPY_HOST_TO_DEVICE) : NULL;
+    ckpt_result r = CKPT_OK;
+    if (stream && ch->pfree_recorded[slot]) r = be->stream_wait_event(be->state, stream, ch->ev_pfree[slot]);
+    if (r == CKPT_OK) r = be->copy_async(be->state, ch->pslot[slot], st->host_params, st->param_bytes, CKPT_COPY_HOST_TO_DEVICE, stream);
+    if (r == CKPT_OK && stream) r = be->event_record(be->state, ch->ev_pload[slot], stream);
+    if (r != CKPT_OK) {
+        ch->pslot_stage[slot] = -1;
+        return _CKPT_ERR(&ch->lg, r, "stage %d (%s): loading its %llu bytes of parameters failed", stage,
+                         _ckpt_stage_name(ch, stage), (unsigned long long)st->param_bytes);
+    }
+    ch->pslot_stage[slot] = stage;
+    ch->pload_pending[slot] = stream != NULL;
+    ch->stats.param_loads++;
+    return CKPT_OK;
+}
+
+/* The slot holding stage's parameters, loading them (into the slot the last op did not use) when
+   neither has them; compute then waits for the load. -1 for a stage that streams nothing. */
+static ckpt_result _ckpt_param_acquire(ckpt_chain *ch, int stage, int *slot) {
+    ckpt_result r;
+    int s;
+    *slot = -1;
+    if (!ch->stages[stage].host_params || !ch->stages[stage].param_bytes) return CKPT_OK;
+    s = ch->pslot_stage[0] == stage ? 0 : ch->pslot_stage[1] == stage ? 1 : -1;
+    if (s < 0) {
+        s = ch->last_pslot == 0 ? 1 : 0;
+        if ((r = _ckpt_param_load(ch, s, stage)) != CKPT_OK) return r;
+    }
+    if (ch->pload_pending[s]) {
+        if ((r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_pload[s])) != CKPT_OK)
+            return _CKPT_ERR(&ch->lg, r, "waiting for a parameter load failed");
+        ch->pload_pending[s] = 0;
+    }
+    *slot = s;
+    return CKPT_OK;
+}
+
+/* After the op: its slot is free once compute is past it; the next op's parameters start loading
+   into the other slot while this op runs. */
+static ckpt_result _ckpt_param_release(ckpt_chain *ch, int slot, int next_stage) {
+    ckpt_result r = CKPT_OK;
+    if (slot >= 0) {
+        if (ch->async) {
+            if ((r = ch->be.event_record(ch->be.state, ch->ev_pfree[slot], NULL)) != CKPT_OK)
+                return _CKPT_ERR(&ch->lg, r, "recording a parameter-slot event failed");
+            ch->pfree_recorded[slot] = 1;
+        }
+        ch->last_pslot = slot;
+    }
+    if (next_stage >= 0 && ch->stages[next_stage].host_params && ch->stages[next_stage].param_bytes &&
+        ch->pslot_stage[0] != next_stage && ch->pslot_stage[1] != next_stage)
+        r = _ckpt_param_load(ch, ch->last_pslot == 0 ? 1 : 0, next_stage);
+    return r;
+}
+
+/* Adds a staged gradient into its stage's host_grads once its copy is done. */
+static ckpt_result _ckpt_grad_drain(ckpt_chain *ch, int g) {
+    int st = ch->gstage_owner[g];
+    ckpt_result r = CKPT_OK;
+    size_t j, nf;
+    const float *src;
+    float *dst;
+    if (st < 0) return CKPT_OK;
+    ch->gstage_owner[g] = -1;
+    if (ch->async) r = ch->be.event_synchronize(ch->be.state, ch->ev_gdone[g]);
+    else if (ch->be.synchronize) r = ch->be.synchronize(ch->be.state, NULL);
+    if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "waiting for a gradient copy failed");
+    src = (const float *)ch->gstage[g];
+    dst = ch->stages[st].host_grads;
+    nf = ch->stages[st].param_bytes / sizeof(float);
+    for (j = 0; j < nf; j++) dst[j] += src[j];
+    return CKPT_OK;
+}
+
+/* Before a B op of a stage with host_grads: a zeroed gradient slot (its last copy drained). */
+static ckpt_result _ckpt_grad_begin(ckpt_chain *ch, int stage, int *g) {
+    ckpt_result r;
+    *g = -1;
+    if (!ch->stages[stage].host_grads || !ch->stages[stage].host_params || !ch->stages[stage].param_bytes) return CKPT_OK;
+    *g = ch->next_g;
+    ch->next_g ^= 1;
+    if ((r = _ckpt_grad_drain(ch, *g)) != CKPT_OK) return r;
+    r = ch->be.memset_async(ch->be.state, ch->gslot[*g], 0, ch->stages[stage].param_bytes, NULL);
+    return r == CKPT_OK ? r : _CKPT_ERR(&ch->lg, r, "clearing a gradient slot failed");
+}
+
+/* After it: the slot goes to pinned staging on the device-to-host stream, added in later. */
+static ckpt_result _ckpt_grad_end(ckpt_chain *ch, int stage, int g) {
+    const ckpt_backend *be = &ch->be;
+    void *stream = ch->async ? be->copy_stream(be->state, CKPT_COPY_DEVICE_TO_HOST) : NULL;
+    ckpt_result r = CKPT_OK;
+    if (g < 0) return CKPT_OK;
+    if (stream) {
+        r = be->event_record(be->state, ch->ev_bdone, NULL);
+        if (r == CKPT_OK) r = be->stream_wait_event(be->state, stream, ch->ev_bdone);
+    }
+    if (r == CKPT_OK)
+        r = be->copy_async(be->state, ch->gstage[g], ch->gslot[g], ch->stages[stage].param_bytes, CKPT_COPY_DEVICE_TO_HOST, stream);
+    if (r == CKPT_OK && stream) r = be->event_record(be->state, ch->ev_gdone[g], stream);
+    if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "stage %d (%s): copying its gradients back failed", stage, _ckpt_stage_name(ch, stage));
+    ch->gstage_owner[g] = stage;
+    ch->stats.grad_stores++;
+    return CKPT_OK;
+}
+
+/* The next F or B op after k before `to`; -1 if none. */
+static int _ckpt_next_compute(const ckpt_chain *ch, int k, int to) {
+    for (k++; k < to; k++)
+        if (ch->plan->ops[k].kind == CKPT_OP_F || ch->plan->ops[k].kind == CKPT_OP_B) return k;
+    return -1;
+}
+
+/* One F or B op for every lane, with its parameters and gradient slots around it. */
+static ckpt_result _ckpt_run_compute_op(ckpt_chain *ch, int k, int to, const void *const *gouts, void *const *gins) {
+    const ckpt_op *op = &ch->plan->ops[k];
+    int stage = op->stage - 1, slot = -1, g = -1, m, next;
+    ckpt_result r = CKPT_OK;
+    const void *params = NULL;
+    for (m = 0; m < ch->lanes && r == CKPT_OK; m++) r = _ckpt_wait_copies(ch, k, m);
+    if (r == CKPT_OK && ch->streaming) {
+        r = _ckpt_param_acquire(ch, stage, &slot);
+        if (slot >= 0) params = ch->pslot[slot];
+        if (r == CKPT_OK && op->kind == CKPT_OP_B) r = _ckpt_grad_begin(ch, stage, &g);
+    }
+    for (m = 0; m < ch->lanes && r == CKPT_OK; m++)
+        r = op->kind == CKPT_OP_F ? _ckpt_run_forward_op(ch, op, &ch->an.instr[k], m, params)
+                                  : _ckpt_run_backward_op(ch, op, &ch->an.instr[k], m, gouts ? gouts[m] : NULL,
+                                                          gins ? gins[m] : NULL, params, g >= 0 ? ch->gslot[g] : NULL);
+    if (r == CKPT_OK && ch->streaming) {
+        r = _ckpt_grad_end(ch, stage, g);
+        next = _ckpt_next_compute(ch, k, to);
+        if (r == CKPT_OK) r = _ckpt_param_release(ch, slot, next >= 0 ? ch->plan->ops[next].stage - 1 : -1);
+    }
+    return r;
+}
+
+/* Runs ops [from, to); the live-byte count (per lane) is kept as the executor hands out and
+   retires buffers. */
+static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *const *gouts, void *const *gins,
+                                 uint64_t *live) {
+    int k, m;
     for (k = from; k < to; k++) {
         const ckpt_op *op = &ch->plan->ops[k];
-        ckpt_result r;
+        ckpt_result r = CKPT_OK;
         *live += ch->op_alloc[k];
         if (*live > ch->stats.measured_peak) ch->stats.measured_peak = *live;
         if (ch->be.range_push) _ckpt_range_push(ch, op);
-        if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P) r = _ckpt_run_copy_op(ch, k);
-        else if ((r = _ckpt_wait_copies(ch, k)) != CKPT_OK) {}
-        else if (op->kind == CKPT_OP_F) r = _ckpt_run_forward_op(ch, op, &ch->an.instr[k]);
-        else r = _ckpt_run_backward_op(ch, op, &ch->an.instr[k], gout, gin);
+        if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P)
+            for (m = 0; m < ch->lanes && r == CKPT_OK; m++) r = _ckpt_run_copy_op(ch, k, m);
+        else
+            r = _ckpt_run_compute_op(ch, k, to, gouts, gins);
         if (ch->be.range_pop) ch->be.range_pop(ch->be.state);
         if (r != CKPT_OK) return r;
         *live -= ch->op_free[k];
@@ -3299,11 +3572,20 @@ static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *g
     return CKPT_OK;
 }
 
+/* A sweep starts with empty parameter slots: the host parameters may have changed (an optimizer
+   step) since the last one. */
+static void _ckpt_sweep_begin(ckpt_chain *ch) {
+    ch->pslot_stage[0] = ch->pslot_stage[1] = -1;
+    ch->pload_pending[0] = ch->pload_pending[1] = 0;
+}
+
 static void _ckpt_abandon_step(ckpt_chain *ch) {
-    if (ch->pool && ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);   /* copies in flight */
+    int m;
+    if ((ch->pool || ch->streaming) && ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);   /* copies in flight */
+    if (ch->streaming) { (void)_ckpt_grad_drain(ch, 0); (void)_ckpt_grad_drain(ch, 1); }
     ch->state = _CKPT_IDLE;
     ch->rng_next = ch->rng_step_start;   /* a failed step consumes no random numbers */
-    ch->input = NULL;
+    for (m = 0; m < ch->lanes; m++) ch->inputs[m] = NULL;
 }
 
 static uint64_t _ckpt_live_after_forward(const ckpt_chain *ch) {
@@ -3313,45 +3595,72 @@ static uint64_t _ckpt_live_after_forward(const ckpt_chain *ch) {
     return live;
 }
 
-CKPT_API ckpt_result ckpt_forward(ckpt_chain *ch, const void *input, const void **output) {
+CKPT_API ckpt_result ckpt_forward_microbatches(ckpt_chain *ch, const void *const *inputs, const void **outputs) {
     uint64_t live = 0;
     ckpt_result r;
-    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    int m;
+    if (!ch || !inputs) return CKPT_ERR_NULL_ARGUMENT;
     if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "ckpt_forward: no plan; call ckpt_chain_plan first");
     if (ch->state != _CKPT_IDLE)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_forward: the previous forward has not been back-propagated "
                          "(call ckpt_backward, or ckpt_chain_reset_step to abandon it)");
     ch->rng_step_start = ch->rng_next;
-    ch->input = input;
+    for (m = 0; m < ch->lanes; m++) ch->inputs[m] = inputs[m];
+    _ckpt_sweep_begin(ch);
     r = _ckpt_run_ops(ch, 0, ch->an.fn_op + 1, NULL, NULL, &live);
     if (r != CKPT_OK) { _ckpt_abandon_step(ch); return r; }
     ch->state = _CKPT_FORWARD_DONE;
-    if (output) *output = _ckpt_buf_ptr(ch, ch->an.instr[ch->an.fn_op].out);
+    if (outputs)
+        for (m = 0; m < ch->lanes; m++) outputs[m] = _ckpt_buf_ptr(ch, ch->an.instr[ch->an.fn_op].out, m);
     return CKPT_OK;
 }
 
-CKPT_API ckpt_result ckpt_backward(ckpt_chain *ch, const void *grad_output, void *grad_input) {
+CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *ch, const void *const *grad_outputs, void *const *grad_inputs) {
     uint64_t live;
     ckpt_result r;
-    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    int m;
+    if (!ch || !grad_outputs) return CKPT_ERR_NULL_ARGUMENT;
     if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "ckpt_backward: no plan; call ckpt_chain_plan first");
     if (ch->state != _CKPT_FORWARD_DONE)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_backward: no forward to back-propagate (call ckpt_forward first)");
     live = _ckpt_live_after_forward(ch);
-    r = _ckpt_run_ops(ch, ch->an.fn_op + 1, ch->plan->info.n_ops, grad_output, grad_input, &live);
+    _ckpt_sweep_begin(ch);
+    r = _ckpt_run_ops(ch, ch->an.fn_op + 1, ch->plan->info.n_ops, grad_outputs, grad_inputs, &live);
     if (r != CKPT_OK) { _ckpt_abandon_step(ch); return r; }
     if (ch->be.synchronize && (r = ch->be.synchronize(ch->be.state, NULL)) != CKPT_OK) {
         _ckpt_abandon_step(ch);
         return _CKPT_ERR(&ch->lg, r, "ckpt_backward: the backend failed to synchronize");
     }
+    if (ch->streaming && ((r = _ckpt_grad_drain(ch, 0)) != CKPT_OK || (r = _ckpt_grad_drain(ch, 1)) != CKPT_OK)) {
+        _ckpt_abandon_step(ch);
+        return r;
+    }
     ch->state = _CKPT_IDLE;
-    ch->input = NULL;
+    for (m = 0; m < ch->lanes; m++) ch->inputs[m] = NULL;
     ch->stats.steps++;
     return CKPT_OK;
 }
 
+CKPT_API ckpt_result ckpt_forward(ckpt_chain *ch, const void *input, const void **output) {
+    if (ch && ch->lanes > 1)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_forward: the chain has %d microbatches; use "
+                         "ckpt_forward_microbatches", ch->lanes);
+    return ckpt_forward_microbatches(ch, &input, output);
+}
+
+CKPT_API ckpt_result ckpt_backward(ckpt_chain *ch, const void *grad_output, void *grad_input) {
+    if (ch && ch->lanes > 1)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_backward: the chain has %d microbatches; use "
+                         "ckpt_backward_microbatches", ch->lanes);
+    return ckpt_backward_microbatches(ch, &grad_output, &grad_input);
+}
+
 CKPT_API void ckpt_chain_reset_step(ckpt_chain *ch) {
-    if (ch && ch->state == _CKPT_FORWARD_DONE) { ch->state = _CKPT_IDLE; ch->input = NULL; }
+    int m;
+    if (ch && ch->state == _CKPT_FORWARD_DONE) {
+        ch->state = _CKPT_IDLE;
+        for (m = 0; m < ch->lanes; m++) ch->inputs[m] = NULL;
+    }
 }
 
 /* >>end of the implementation */

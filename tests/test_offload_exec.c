@@ -144,8 +144,12 @@ int main(void) {
     }
     printf("measured best step %.2f ms, predicted %.2f ms (%+.1f%%); %d of %d copies overlapped compute\n", best, info.time,
            100.0 * (best - info.time) / info.time, overlaps(), n_copy);
+#if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__)
+    printf("(timing not checked in this build: sanitizers or no optimisation slow the callbacks' own work)\n");
+#else
     CHECK(best <= info.time * 1.10 && best >= info.time * 0.90, "step %.2f ms vs predicted makespan %.2f ms: more than 10%% apart",
           best, info.time);
+#endif
     CHECK(n_copy == 2 * info.n_offloaded && overlaps() * 2 >= n_copy, "%d of %d copies overlapped compute", overlaps(), n_copy);
     ckpt_chain_get_stats(ch, &cs);
     ckpt_cpu_get_stats(&be, &bs);
