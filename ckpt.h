@@ -113,6 +113,7 @@
            until the first read of the copy P(i) brings back.
      P(i)  brings it back: a new device copy, live from this op. Needs an earlier O(i) of the
            same buffer; the old device copy, if not yet released, is released at the op before.
+           (The host copy stops counting at P itself when nothing reads the buffer after it.)
    Between O(i) and its P(i), nothing may rewrite or consume the buffer: no F(i) (for X[i]; for
    T[i] no F(i, tape)), no B(i+1) (X[i]) or B(i) (T[i]). Every O has its P.
    Time: compute runs the F and B ops in schedule order. Each direction of the link is a channel
@@ -129,8 +130,9 @@
    The planner: recompute-only plans made for budgets from the given one up to store-all's peak,
    each brought under the budget by offloading buffers idle across its peak (copies that fit in
    the compute of their gap first, then the largest), with every P then moved as early as the
-   budgets allow; the fastest wins. It is never predicted slower than optimal at the same budget,
-   which is one of the candidates. It is a heuristic: no optimality guarantee.
+   budgets allow; the fastest wins (ties: the smaller device peak). It is never predicted slower
+   than optimal at the same budget, which is one of the candidates. It is a heuristic: no
+   optimality guarantee, and its min_budget is optimal's (it seldom finds plans below it).
 
    WRITING A BACKEND
    -----------------
@@ -592,14 +594,14 @@ typedef struct ckpt_plan_desc {
     uint64_t host_budget;
 } ckpt_plan_desc;
 
-/* F and B compute; O and P copy boundary X[stage] (1 <= stage <= n-1) to the pinned host pool
-   and back (see OFFLOAD in the manual at the top). */
+/* F and B compute; O and P copy a buffer to the pinned host pool and back: boundary X[stage]
+   (tape 0, 1 <= stage <= n-1) or stage's tape T[stage] (tape 1). See OFFLOAD in the manual. */
 typedef enum ckpt_op_kind { CKPT_OP_F = 0, CKPT_OP_B = 1, CKPT_OP_O = 2, CKPT_OP_P = 3 } ckpt_op_kind;
 
 typedef struct ckpt_op {
     ckpt_op_kind kind;
     int stage;      /* 1-based, as in the cost model; for O and P the boundary */
-    int tape;       /* F only: keep the tape */
+    int tape;       /* F: keep the tape; O and P: 1 = the tape T[stage], 0 = the boundary X[stage] */
 } ckpt_op;
 
 typedef enum ckpt_guarantee {
@@ -616,7 +618,8 @@ typedef struct ckpt_plan_info {
     ckpt_policy policy;     /* CKPT_POLICY_COUNT_ for a schedule given to ckpt_chain_set_schedule */
     uint64_t budget;        /* the budget planned for; for "no limit", the larger of store-all's
                                peak and this plan's (0 only when every size is 0) */
-    double time;            /* predicted time of one step (sum of f and b of the ops) */
+    double time;            /* predicted time of one step: the sum of f and b of the ops, or with
+                               offload the makespan of compute and copies */
     uint64_t peak;          /* predicted peak bytes */
     uint64_t min_budget;    /* smallest budget at which this policy finds a schedule */
     double store_all_time;  /* for reference */
@@ -628,7 +631,7 @@ typedef struct ckpt_plan_info {
     int n_ops;
     int n_recomputed;       /* F operations beyond the first forward of each stage */
     double compute_time;    /* sum of f and b of the ops (equal to time when nothing is offloaded) */
-    uint64_t host_peak;     /* pinned host bytes the offloaded boundaries need at most */
+    uint64_t host_peak;     /* pinned host bytes the offloaded boundaries and tapes need at most */
     int n_offloaded;        /* O operations */
 } ckpt_plan_info;
 

@@ -1,0 +1,366 @@
+/* Parameter streaming and microbatches, on the CPU backend (plain, and with its copy engine):
+   - stages read their weights from args->params (a device copy of host_params) and add their
+     weight gradients into args->param_grads, which the library adds into host_grads: on random
+     chains, for every policy (offload included) and budget, host_grads and the input gradient
+     are bit-identical to a run that keeps its weights itself under store-all;
+   - parameters are loaded once per op, for all k microbatches, and not again when the next op
+     runs the same stage; a sweep starts with empty slots;
+   - k microbatches: every policy gives the same outputs, input gradients and host_grads as
+     store-all with k lanes, and each lane's output equals a single-lane run's when no stage
+     draws random numbers;
+   - bad descs, ckpt_forward on a k-lane chain, an injected failure of a parameter load. */
+#define CKPT_IMPLEMENTATION
+#include "../ckpt.h"
+#include "../backends/ckpt_cpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROWS 3
+#define MAXN 8
+#define MAXW 10
+#define MAXK 3
+
+static int failures = 0, checks = 0;
+#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static uint64_t rnd(void) { rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17; return rng_state; }
+static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
+static float rnd_float(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0) * 2.0f - 1.0f; }
+
+/* One stage: y = dropout(tanh(x W^T + b)); params = W (wout x win) then b (wout). */
+typedef struct layer {
+    int win, wout;
+    float p_drop;
+    float params[MAXW * MAXW + MAXW];       /* host: what streaming loads */
+    float grads[MAXW * MAXW + MAXW];        /* host: host_grads, or the callback's own */
+    int streamed;
+} layer;
+
+static void tape_layout(const layer *L, ckpt_layout_entry e[2], size_t *total) {
+    e[0].bytes = sizeof(float) * ROWS * (size_t)L->wout; e[0].align = 16;
+    e[1].bytes = (size_t)ROWS * (size_t)L->wout; e[1].align = 16;
+    ckpt_layout_compute(e, 2, total);
+}
+
+static ckpt_result fwd(const ckpt_fwd_args *a) {
+    layer *L = (layer *)a->ctx->user;
+    const float *x = (const float *)a->in, *P = L->streamed ? (const float *)a->params : L->params;
+    float *y = (float *)a->out, *h;
+    uint8_t *mask;
+    ckpt_layout_entry e[2];
+    size_t total;
+    ckpt_philox ph;
+    int r, o, i, n = ROWS * L->wout;
+    if (L->streamed != (a->params != NULL)) return CKPT_ERR_CALLBACK;   /* params iff streamed */
+    tape_layout(L, e, &total);
+    h = (float *)ckpt_layout_ptr(a->tape, e, 0);
+    mask = (uint8_t *)ckpt_layout_ptr(a->tape, e, 1);
+    if (L->p_drop > 0 && ckpt_ctx_rng(a->ctx, (uint64_t)(n + 3) / 4, &ph) != CKPT_OK) return CKPT_ERR_RNG_REPLAY;
+    for (r = 0; r < ROWS; r++)
+        for (o = 0; o < L->wout; o++) {
+            float s = P[L->win * L->wout + o];
+            for (i = 0; i < L->win; i++) s += x[r * L->win + i] * P[o * L->win + i];
+            h[r * L->wout + o] = s;
+            y[r * L->wout + o] = tanhf(s);
+        }
+    if (L->p_drop > 0) ckpt_philox_dropout(&ph, L->p_drop, y, y, mask, (size_t)n);
+    else memset(mask, 1, (size_t)n);
+    return CKPT_OK;
+}
+
+static ckpt_result bwd(const ckpt_bwd_args *a) {
+    layer *L = (layer *)a->ctx->user;
+    const float *x = (const float *)a->in, *g = (const float *)a->grad_out, *P = L->streamed ? (const float *)a->params : L->params;
+    float *G = L->streamed ? (float *)a->param_grads : L->grads, *gx = (float *)a->grad_in;
+    float dh[ROWS * MAXW], scale = ckpt_dropout_scale(L->p_drop);
+    const float *h;
+    const uint8_t *mask;
+    ckpt_layout_entry e[2];
+    size_t total;
+    int r, o, i;
+    if (L->streamed && (!a->params || !a->param_grads)) return CKPT_ERR_CALLBACK;
+    tape_layout(L, e, &total);
+    h = (const float *)ckpt_layout_ptr(a->tape, e, 0);
+    mask = (const uint8_t *)ckpt_layout_ptr(a->tape, e, 1);
+    for (i = 0; i < ROWS * L->wout; i++) {
+        float t = tanhf(h[i]);
+        dh[i] = mask[i] ? g[i] * (L->p_drop > 0 ? scale : 1.0f) * (1.0f - t * t) : 0.0f;
+    }
+    for (r = 0; r < ROWS; r++)
+        for (o = 0; o < L->wout; o++) {
+            G[L->win * L->wout + o] += dh[r * L->wout + o];
+            for (i = 0; i < L->win; i++) G[o * L->win + i] += dh[r * L->wout + o] * x[r * L->win + i];
+        }
+    if (gx)
+        for (r = 0; r < ROWS; r++)
+            for (i = 0; i < L->win; i++) {
+                float s = 0;
+                for (o = 0; o < L->wout; o++) s += dh[r * L->wout + o] * P[o * L->win + i];
+                gx[r * L->win + i] = s;
+            }
+    return CKPT_OK;
+}
+
+typedef struct chain_case {
+    int n;
+    layer layers[MAXN];
+    ckpt_stage_desc st[MAXN];
+    float x[MAXK][ROWS * MAXW], gy[MAXK][ROWS * MAXW];
+} chain_case;
+
+typedef struct result {
+    float grads[MAXN][MAXW * MAXW + MAXW];
+    float dx[MAXK][ROWS * MAXW], y[MAXK][ROWS * MAXW];
+    uint64_t loads;
+    int loads_lo, loads_hi;
+} result;
+
+static void make_case(chain_case *c, int dropout) {
+    int i, j, w[MAXN + 1], k;
+    memset(c, 0, sizeof *c);
+    c->n = rnd_int(1, MAXN);
+    for (i = 0; i <= c->n; i++) w[i] = rnd_int(1, MAXW);
+    for (i = 0; i < c->n; i++) {
+        layer *L = &c->layers[i];
+        ckpt_layout_entry e[2];
+        size_t tape;
+        L->win = w[i]; L->wout = w[i + 1];
+        L->p_drop = dropout && rnd() % 2 ? 0.25f : 0.0f;
+        for (j = 0; j < L->win * L->wout + L->wout; j++) L->params[j] = rnd_float();
+        tape_layout(L, e, &tape);
+        c->st[i].forward = fwd; c->st[i].backward = bwd; c->st[i].user = L;
+        c->st[i].out_bytes = sizeof(float) * ROWS * (size_t)L->wout;
+        c->st[i].tape_bytes = tape;
+        c->st[i].fwd_time = rnd_int(1, 4);
+        c->st[i].bwd_time = rnd_int(2, 8);
+    }
+    for (k = 0; k < MAXK; k++) {
+        for (j = 0; j < ROWS * w[0]; j++) c->x[k][j] = rnd_float();
+        for (j = 0; j < ROWS * w[c->n]; j++) c->gy[k][j] = rnd_float();
+    }
+}
+
+/* The fewest parameter loads a step can make: every stage a sweep runs, once (forward: ops up
+   to F(n); backward: the rest, which starts with empty slots); and the most, one per F or B op
+   whose stage differs from the previous op's (two slots may save some of those). */
+static void load_bounds(const ckpt_plan *plan, int n, int *lo, int *hi) {
+    int n_ops, k, prev = -1, fn = -1;
+    unsigned char seen[2][MAXN + 1];
+    const ckpt_op *ops = ckpt_plan_ops(plan, &n_ops);
+    memset(seen, 0, sizeof seen);
+    *lo = *hi = 0;
+    for (k = 0; k < n_ops; k++) if (ops[k].kind == CKPT_OP_F && ops[k].stage == n) fn = k;
+    for (k = 0; k < n_ops; k++) {
+        int sweep = k > fn;
+        if (ops[k].kind != CKPT_OP_F && ops[k].kind != CKPT_OP_B) continue;
+        if (ops[k].stage != prev) (*hi)++;
+        if (!seen[sweep][ops[k].stage]) { seen[sweep][ops[k].stage] = 1; (*lo)++; }
+        prev = k == fn ? -1 : ops[k].stage;
+    }
+}
+
+/* Runs one step with k lanes; streamed: weights through the library. Returns the plan result. */
+static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc *pd, const ckpt_backend *be, result *out) {
+    ckpt_chain_desc cd;
+    ckpt_chain *ch = NULL;
+    ckpt_plan_info info;
+    ckpt_chain_stats cs;
+    ckpt_result r;
+    const void *in[MAXK], *outs[MAXK];
+    const void *gy[MAXK];
+    void *gx[MAXK];
+    int i, m;
+    memset(out, 0, sizeof *out);
+    memset(&cs, 0, sizeof cs);
+    for (i = 0; i < c->n; i++) {
+        layer *L = &c->layers[i];
+        L->streamed = streamed;
+        memset(L->grads, 0, sizeof L->grads);
+        c->st[i].host_params = streamed ? L->params : NULL;
+        c->st[i].param_bytes = streamed ? sizeof(float) * (size_t)(L->win * L->wout + L->wout) : 0;
+        c->st[i].host_grads = streamed ? L->grads : NULL;
+    }
+    memset(&cd, 0, sizeof cd);
+    cd.stages = c->st; cd.n_stages = c->n; cd.backend = be; cd.seed = 77; cd.microbatches = k;
+    cd.input_bytes = sizeof(float) * ROWS * (size_t)c->layers[0].win;
+    r = ckpt_chain_create(&cd, &ch);
+    CHECK(r == CKPT_OK, "chain_create: %s", ckpt_result_string(r));
+    if (r != CKPT_OK) return r;
+    r = ckpt_chain_plan(ch, pd, &info);
+    if (r == CKPT_OK) {
+        for (m = 0; m < k; m++) { in[m] = c->x[m]; gy[m] = c->gy[m]; gx[m] = out->dx[m]; }
+        r = ckpt_forward_microbatches(ch, in, outs);
+        for (m = 0; m < k && r == CKPT_OK; m++)
+            memcpy(out->y[m], outs[m], sizeof(float) * ROWS * (size_t)c->layers[c->n - 1].wout);
+        if (r == CKPT_OK) r = ckpt_backward_microbatches(ch, gy, gx);
+        for (i = 0; i < c->n; i++) memcpy(out->grads[i], c->layers[i].grads, sizeof out->grads[i]);
+        ckpt_chain_get_stats(ch, &cs);
+        out->loads = cs.param_loads;
+        if (streamed) load_bounds(ckpt_chain_get_plan(ch), c->n, &out->loads_lo, &out->loads_hi);
+        if (streamed && r == CKPT_OK)
+            CHECK(cs.grad_stores == (uint64_t)c->n, "%llu gradient copies for %d stages", (unsigned long long)cs.grad_stores, c->n);
+    }
+    ckpt_chain_destroy(ch);
+    return r;
+}
+
+static int same(const result *a, const result *b, const chain_case *c, int k) {
+    int i, m;
+    for (i = 0; i < c->n; i++)
+        if (memcmp(a->grads[i], b->grads[i], sizeof(float) * (size_t)(c->layers[i].win * c->layers[i].wout + c->layers[i].wout)))
+            return 0;
+    for (m = 0; m < k; m++) {
+        if (memcmp(a->dx[m], b->dx[m], sizeof(float) * ROWS * (size_t)c->layers[0].win)) return 0;
+        if (memcmp(a->y[m], b->y[m], sizeof(float) * ROWS * (size_t)c->layers[c->n - 1].wout)) return 0;
+    }
+    return 1;
+}
+
+static void random_chains(ckpt_backend *plain, ckpt_backend *engine) {
+    const ckpt_policy policies[] = {CKPT_POLICY_STORE_ALL, CKPT_POLICY_OPTIMAL, CKPT_POLICY_EVERY_K,
+                                    CKPT_POLICY_GREEDY, CKPT_POLICY_OFFLOAD};
+    int ci, plans = 0;
+    for (ci = 0; ci < 30; ci++) {
+        static chain_case c;
+        static result ref, ref_k, got;
+        ckpt_plan_desc pd;
+        ckpt_plan_info sa;
+        ckpt_plan *p;
+        int k = 1 + ci % MAXK, bi, pi, m;
+        make_case(&c, 1);
+        memset(&pd, 0, sizeof pd);
+        pd.policy = CKPT_POLICY_STORE_ALL;
+        /* references: weights kept by the callbacks, one lane; and streamed store-all with k lanes */
+        if (run(&c, 0, 1, &pd, plain, &ref) != CKPT_OK) continue;
+        if (run(&c, 1, k, &pd, plain, &ref_k) != CKPT_OK) continue;
+        {
+            static result s1;
+            run(&c, 1, 1, &pd, plain, &s1);
+            CHECK(same(&s1, &ref, &c, 1), "case %d: streamed store-all differs from weights kept by the callbacks", ci);
+        }
+        CHECK(ref_k.loads == 2 * (uint64_t)c.n,
+              "case %d: store-all with %d lanes loaded parameters %llu times (want 2n = %d)", ci, k,
+              (unsigned long long)ref_k.loads, 2 * c.n);
+        {
+            ckpt_cost cost[MAXN];
+            int i;
+            for (i = 0; i < c.n; i++) {
+                memset(&cost[i], 0, sizeof cost[i]);
+                cost[i].f = c.st[i].fwd_time; cost[i].b = c.st[i].bwd_time;
+                cost[i].a = c.st[i].out_bytes; cost[i].t = c.st[i].tape_bytes;
+            }
+            ckpt_plan_create(cost, c.n, &pd, &p, &sa);
+            ckpt_plan_destroy(p);
+        }
+        for (bi = 0; bi < 3; bi++) {
+            uint64_t lo = sa.store_all_peak / 3, budget = lo + rnd() % (sa.store_all_peak - lo + 1);
+            for (pi = 0; pi < (int)(sizeof policies / sizeof policies[0]); pi++) {
+                ckpt_backend *be = pi == 4 || bi == 1 ? engine : plain;
+                ckpt_result r;
+                memset(&pd, 0, sizeof pd);
+                pd.policy = policies[pi];
+                pd.budget = budget;
+                pd.bandwidth = (double)(8 << rnd_int(0, 8));
+                r = run(&c, 1, k, &pd, be, &got);
+                if (r == CKPT_ERR_INFEASIBLE) continue;
+                CHECK(r == CKPT_OK, "case %d %s: %s", ci, ckpt_policy_name(pd.policy), ckpt_result_string(r));
+                if (r != CKPT_OK) continue;
+                plans++;
+                CHECK(same(&got, &ref_k, &c, k), "case %d, %d lanes, %s at %llu (%s backend): results differ from store-all's", ci, k,
+                      ckpt_policy_name(pd.policy), (unsigned long long)budget, be == engine ? "copy-engine" : "plain");
+                CHECK(got.loads >= (uint64_t)got.loads_lo && got.loads <= (uint64_t)got.loads_hi,
+                      "case %d %s: %llu parameter loads, not within [%d, %d]", ci, ckpt_policy_name(pd.policy),
+                      (unsigned long long)got.loads, got.loads_lo, got.loads_hi);
+                if (k == 1) CHECK(same(&got, &ref, &c, 1), "case %d %s: one lane differs from the unstreamed reference", ci,
+                                  ckpt_policy_name(pd.policy));
+            }
+        }
+        /* without dropout, lane m of a k-lane run is exactly a one-lane run on microbatch m */
+        if (k > 1) {
+            static chain_case d;
+            static result lanes, one;
+            memcpy(&d, &c, sizeof d);
+            for (m = 0; m < d.n; m++) { d.layers[m].p_drop = 0; d.st[m].user = &d.layers[m]; }
+            memset(&pd, 0, sizeof pd);
+            pd.policy = CKPT_POLICY_OPTIMAL;
+            pd.budget = sa.store_all_peak / 2;
+            if (run(&d, 1, k, &pd, engine, &lanes) == CKPT_OK) {
+                for (m = 0; m < k; m++) {
+                    memcpy(d.x[0], c.x[m], sizeof d.x[0]);
+                    memcpy(d.gy[0], c.gy[m], sizeof d.gy[0]);
+                    if (run(&d, 1, 1, &pd, plain, &one) != CKPT_OK) continue;
+                    CHECK(memcmp(one.y[0], lanes.y[m], sizeof(float) * ROWS * (size_t)d.layers[d.n - 1].wout) == 0 &&
+                          memcmp(one.dx[0], lanes.dx[m], sizeof(float) * ROWS * (size_t)d.layers[0].win) == 0,
+                          "case %d: lane %d of %d differs from a one-lane run on its microbatch", ci, m, k);
+                }
+            }
+        }
+    }
+    printf("streaming: %d plans compared\n", plans);
+}
+
+static void errors(ckpt_backend *engine) {
+    static chain_case c;
+    static result out;
+    ckpt_chain_desc cd;
+    ckpt_chain *ch = NULL;
+    ckpt_plan_desc pd;
+    const void *y;
+    ckpt_cpu_stats bs;
+    int i;
+    make_case(&c, 0);
+    memset(&cd, 0, sizeof cd);
+    cd.stages = c.st; cd.n_stages = c.n; cd.backend = engine;
+    c.st[0].param_bytes = 8; c.st[0].host_params = NULL;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_NULL_ARGUMENT, "param_bytes without host_params");
+    c.st[0].host_params = c.layers[0].params; c.st[0].param_bytes = 6; c.st[0].host_grads = c.layers[0].grads;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "host_grads with param_bytes not a multiple of 4");
+    c.st[0].host_params = NULL; c.st[0].param_bytes = 0; c.st[0].host_grads = NULL;
+    cd.microbatches = -1;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "negative microbatches");
+    cd.microbatches = 2;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_OK, "two lanes");
+    memset(&pd, 0, sizeof pd);
+    CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_OK, "plan");
+    CHECK(ckpt_forward(ch, c.x[0], &y) == CKPT_ERR_BAD_ARGUMENT, "ckpt_forward on a two-lane chain");
+    CHECK(ckpt_forward_microbatches(ch, NULL, NULL) == CKPT_ERR_NULL_ARGUMENT, "NULL inputs");
+    ckpt_chain_destroy(ch);
+    /* an injected failure of a parameter load: the step fails, the next one is whole */
+    memset(&pd, 0, sizeof pd);
+    pd.policy = CKPT_POLICY_STORE_ALL;
+    run(&c, 1, 1, &pd, engine, &out);
+    {
+        static result again;
+        ckpt_result r;
+        ckpt_cpu_inject_fault(engine, CKPT_CPU_FAULT_COPY, 2);
+        r = run(&c, 1, 1, &pd, engine, &again);
+        CHECK(r == CKPT_ERR_BACKEND, "a failed parameter load: %s", ckpt_result_string(r));
+        ckpt_cpu_inject_fault(engine, CKPT_CPU_FAULT_COPY, 0);
+        r = run(&c, 1, 1, &pd, engine, &again);
+        CHECK(r == CKPT_OK && same(&again, &out, &c, 1), "the step after a failed load: %s", ckpt_result_string(r));
+    }
+    ckpt_cpu_get_stats(engine, &bs);
+    CHECK(bs.live_allocations == 0, "%llu allocations left", (unsigned long long)bs.live_allocations);
+    for (i = 0; i < c.n; i++) c.st[i].host_params = NULL;
+}
+
+int main(void) {
+    ckpt_backend plain, engine;
+    ckpt_cpu_desc ed;
+    ckpt_cpu_stats bs;
+    memset(&ed, 0, sizeof ed);
+    ed.copy_engine = 1;
+    if (ckpt_cpu_backend_create(NULL, &plain) != CKPT_OK || ckpt_cpu_backend_create(&ed, &engine) != CKPT_OK) return 1;
+    random_chains(&plain, &engine);
+    errors(&engine);
+    ckpt_cpu_get_stats(&plain, &bs);
+    CHECK(bs.live_allocations == 0, "plain backend: %llu allocations left", (unsigned long long)bs.live_allocations);
+    ckpt_cpu_backend_destroy(&plain);
+    ckpt_cpu_backend_destroy(&engine);
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}
