@@ -668,6 +668,26 @@ CKPT_API ckpt_result ckpt_schedule_simulate_offload(const ckpt_cost *costs, int 
                                                     double bandwidth_d2h, double bandwidth_h2d, ckpt_sim *out,
                                                     int *bad_op);
 
+/* >>split --------------------------------------------------------------------------------------
+   Grouping a model's layers into stages. Both write first[g], the first layer of group g, for
+   g = 0..*n_groups-1 (first[0] = 0; group g ends where group g+1 starts); first needs room for
+   n entries. */
+
+/* Consecutive groups of about equal parameter bytes, for parameter streaming (the seed's
+   OffloadModel split): with target = total / parts, a layer starts a new group when the current
+   one is not empty, adding the layer would take it over the target, and groups remain. At most
+   min(n, parts) groups. */
+CKPT_API ckpt_result ckpt_split_by_bytes(const uint64_t *layer_bytes, int n, int parts, int *first, int *n_groups);
+
+/* Segments for checkpointing that honour the model's structure (the seed's checkpoint_trunk):
+   end_after[i] != 0 ends a segment after layer i (a feature the model outputs), no_split_before[i]
+   != 0 forbids a segment starting at layer i (an in-place op that needs its input). Starting
+   from the segments end_after makes (all of them, even more than `segments`), the longest
+   segment that can be cut is cut nearest its middle where a cut is allowed, until there are
+   `segments` or none can be cut. Either array may be NULL. */
+CKPT_API ckpt_result ckpt_split_segments(int n, const unsigned char *end_after, const unsigned char *no_split_before,
+                                         int segments, int *first, int *n_groups);
+
 /* >>layout -------------------------------------------------------------------------------------
    Carve one buffer (a tape or a workspace) into aligned pieces. Fill bytes and align (a power of
    two; 0 means 16) for each entry; ckpt_layout_compute sets the offsets and the total, which is
@@ -921,6 +941,60 @@ CKPT_API uint64_t ckpt_checksum(const void *ptr, size_t bytes) {
         off += len;
     }
     return ckpt_fnv1a_step(h, (uint64_t)bytes);
+}
+
+/* >>split (implementation) */
+CKPT_API ckpt_result ckpt_split_by_bytes(const uint64_t *layer_bytes, int n, int parts, int *first, int *n_groups) {
+    uint64_t total = 0, target, cur = 0;
+    int i, g = 0;
+    if (!layer_bytes || !first || !n_groups) return CKPT_ERR_NULL_ARGUMENT;
+    if (n < 1 || parts < 1) return CKPT_ERR_BAD_INDEX;
+    if (parts > n) parts = n;
+    for (i = 0; i < n; i++) {
+        if (layer_bytes[i] > UINT64_MAX - total) return CKPT_ERR_SIZE_OVERFLOW;
+        total += layer_bytes[i];
+    }
+    target = total / (uint64_t)parts;
+    first[0] = 0;
+    for (i = 0; i < n; i++) {
+        if (i > 0 && g < parts - 1 && (n - i) <= parts - 1 - g) {   /* one layer per remaining group */
+            first[++g] = i; cur = 0;
+        } else if (cur > 0 && cur + layer_bytes[i] > target && g < parts - 1) {
+            first[++g] = i; cur = 0;
+        }
+        cur += layer_bytes[i];
+    }
+    *n_groups = g + 1;
+    return CKPT_OK;
+}
+
+CKPT_API ckpt_result ckpt_split_segments(int n, const unsigned char *end_after, const unsigned char *no_split_before,
+                                         int segments, int *first, int *n_groups) {
+    int i, g = 1;
+    if (!first || !n_groups) return CKPT_ERR_NULL_ARGUMENT;
+    if (n < 1 || segments < 1) return CKPT_ERR_BAD_INDEX;
+    first[0] = 0;
+    for (i = 0; i + 1 < n; i++)     /* the model's own boundaries, all of them */
+        if (end_after && end_after[i]) first[g++] = i + 1;
+    while (g < segments) {
+        int best = -1, best_len = 0, cut = -1, d;
+        /* the longest segment that has an allowed cut */
+        for (i = 0; i < g; i++) {
+            int s0 = first[i], s1 = i + 1 < g ? first[i + 1] : n, len = s1 - s0, c = -1, mid = s0 + len / 2;
+            if (len < 2 || len <= best_len) continue;
+            for (d = 0; d < len && c < 0; d++) {          /* nearest the middle: mid, mid+1, mid-1, ... */
+                int a = mid + (d % 2 ? (d + 1) / 2 : -(d / 2));
+                if (a > s0 && a < s1 && !(no_split_before && no_split_before[a])) c = a;
+            }
+            if (c >= 0) { best = i; best_len = len; cut = c; }
+        }
+        if (best < 0) break;
+        for (i = g; i > best + 1; i--) first[i] = first[i - 1];
+        first[best + 1] = cut;
+        g++;
+    }
+    *n_groups = g;
+    return CKPT_OK;
 }
 
 /* >>layout (implementation) */
