@@ -134,6 +134,29 @@
    than optimal at the same budget, which is one of the candidates. It is a heuristic: no
    optimality guarantee, and its min_budget is optimal's (it seldom finds plans below it).
 
+   PARAMETER STREAMING AND MICROBATCHES
+   ------------------------------------
+   A stage whose parameters do not fit on the device next to everything else sets host_params
+   and param_bytes in its desc (and host_grads for float gradients). Its callbacks then get
+   args->params, a device copy, and the backward also args->param_grads, a zeroed device buffer
+   to ADD its gradients into. The chain keeps two parameter slots and two gradient slots of the
+   largest param_bytes on the device (ckpt_chain_stats.slot_bytes; outside the plan's budget,
+   which covers activations) and two pinned staging buffers. While op k runs, the parameters of
+   the next op's stage load into the other slot on the host-to-device copy stream; op k+1 waits
+   only for that load. A slot that already holds the stage is reused, so F(i) followed by B(i)
+   loads once. After a B op the gradient slot goes to pinned staging on the device-to-host
+   stream and is added into host_grads (on the host, in order) before its staging buffer is
+   needed again, and at the latest when ckpt_backward returns. Each sweep (forward, backward)
+   starts with empty slots: the host parameters may have changed since the last one.
+   ckpt_chain_desc.microbatches = k gives the chain k lanes: ckpt_forward_microbatches and
+   ckpt_backward_microbatches run every op for microbatches 0..k-1 before the next op, each in
+   its own copy of the arena (arena_bytes is k times one lane; plans and peaks are per lane),
+   so a streamed stage's parameters are loaded once per op for all k: once per forward and once
+   per backward sweep with store-all. Each lane draws its own random numbers and replays them in
+   its recomputations. The k lanes of a B op add into one gradient slot (lane 0 first), which
+   is added into host_grads once. ckpt_split_by_bytes and ckpt_split_segments group layers into
+   stages.
+
    WRITING A BACKEND
    -----------------
    A backend is a ckpt_backend: a state pointer plus function pointers (see the struct below for
@@ -3527,22 +3550,28 @@ static ckpt_result _ckpt_param_acquire(ckpt_chain *ch, int stage, int *slot) {
     return CKPT_OK;
 }
 
-/* After the op: its slot is free once compute is past it; the next op's parameters start loading
-   into the other slot while this op runs. */
-static ckpt_result _ckpt_param_release(ckpt_chain *ch, int slot, int next_stage) {
-    ckpt_result r = CKPT_OK;
-    if (slot >= 0) {
-        if (ch->async) {
-            if ((r = ch->be.event_record(ch->be.state, ch->ev_pfree[slot], NULL)) != CKPT_OK)
-                return _CKPT_ERR(&ch->lg, r, "recording a parameter-slot event failed");
-            ch->pfree_recorded[slot] = 1;
-        }
-        ch->last_pslot = slot;
+/* Before the op runs: the next op's parameters start loading into the slot this op does not
+   use (on a GPU the load waits for the op before, the slot's last user; on the CPU that op is
+   done), so the load overlaps this op whether compute is asynchronous or not. */
+static ckpt_result _ckpt_param_prefetch(ckpt_chain *ch, int slot, int next_stage) {
+    int other = slot >= 0 ? 1 - slot : (ch->last_pslot == 0 ? 1 : 0);
+    if (next_stage < 0 || !ch->stages[next_stage].host_params || !ch->stages[next_stage].param_bytes ||
+        ch->pslot_stage[0] == next_stage || ch->pslot_stage[1] == next_stage)
+        return CKPT_OK;
+    return _ckpt_param_load(ch, other, next_stage);
+}
+
+/* After the op: its slot is free for a load once compute is past it. */
+static ckpt_result _ckpt_param_release(ckpt_chain *ch, int slot) {
+    ckpt_result r;
+    if (slot < 0) return CKPT_OK;
+    if (ch->async) {
+        if ((r = ch->be.event_record(ch->be.state, ch->ev_pfree[slot], NULL)) != CKPT_OK)
+            return _CKPT_ERR(&ch->lg, r, "recording a parameter-slot event failed");
+        ch->pfree_recorded[slot] = 1;
     }
-    if (next_stage >= 0 && ch->stages[next_stage].host_params && ch->stages[next_stage].param_bytes &&
-        ch->pslot_stage[0] != next_stage && ch->pslot_stage[1] != next_stage)
-        r = _ckpt_param_load(ch, ch->last_pslot == 0 ? 1 : 0, next_stage);
-    return r;
+    ch->last_pslot = slot;
+    return CKPT_OK;
 }
 
 /* Adds a staged gradient into its stage's host_grads once its copy is done. */
@@ -3613,6 +3642,8 @@ static ckpt_result _ckpt_run_compute_op(ckpt_chain *ch, int k, int to, const voi
         r = _ckpt_param_acquire(ch, stage, &slot);
         if (slot >= 0) params = ch->pslot[slot];
         if (r == CKPT_OK && op->kind == CKPT_OP_B) r = _ckpt_grad_begin(ch, stage, &g);
+        next = _ckpt_next_compute(ch, k, to);
+        if (r == CKPT_OK) r = _ckpt_param_prefetch(ch, slot, next >= 0 ? ch->plan->ops[next].stage - 1 : -1);
     }
     for (m = 0; m < ch->lanes && r == CKPT_OK; m++)
         r = op->kind == CKPT_OP_F ? _ckpt_run_forward_op(ch, op, &ch->an.instr[k], m, params)
@@ -3620,8 +3651,7 @@ static ckpt_result _ckpt_run_compute_op(ckpt_chain *ch, int k, int to, const voi
                                                           gins ? gins[m] : NULL, params, g >= 0 ? ch->gslot[g] : NULL);
     if (r == CKPT_OK && ch->streaming) {
         r = _ckpt_grad_end(ch, stage, g);
-        next = _ckpt_next_compute(ch, k, to);
-        if (r == CKPT_OK) r = _ckpt_param_release(ch, slot, next >= 0 ? ch->plan->ops[next].stage - 1 : -1);
+        if (r == CKPT_OK) r = _ckpt_param_release(ch, slot);
     }
     return r;
 }

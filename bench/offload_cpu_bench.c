@@ -52,6 +52,90 @@ static ckpt_result bwd(const ckpt_bwd_args *a) {
 
 static float x0[W], gy[W], gx[W];
 
+/* Parameter streaming: stages with P floats of parameters on the host, read in forward and
+   backward, gradients added into host_grads. */
+#define P (1024 * 1024)         /* 4 MiB of parameters per stage */
+static float *params[MAXN], *grads[MAXN];
+static ckpt_result sfwd(const ckpt_fwd_args *a) {
+    const float *x = (const float *)a->in, *p = (const float *)a->params;
+    float *y = (float *)a->out, s = 0;
+    int j;
+    for (j = 0; j < P; j += 1024) s += p[j];
+    for (j = 0; j < W; j++) y[j] = 0.5f * x[j] + s * 1e-6f;
+    spin(f_ms);
+    return CKPT_OK;
+}
+static ckpt_result sbwd(const ckpt_bwd_args *a) {
+    const float *g = (const float *)a->grad_out;
+    float *gx_ = (float *)a->grad_in, *pg = (float *)a->param_grads;
+    int j;
+    for (j = 0; j < P; j += 1024) pg[j] += g[j % W];
+    if (gx_) for (j = 0; j < W; j++) gx_[j] = 0.5f * g[j];
+    spin(2 * f_ms);
+    return CKPT_OK;
+}
+
+/* A model whose parameters are 4x the device memory it trains in (slots + activations), on a
+   copy engine at several bandwidths: step time against the bound the link sets (all parameters
+   in twice, all gradients out once, each direction its own channel) and against compute. */
+static void streaming(int n, int steps) {
+    static const double gbps[] = {0.5, 1.0, 2.0, 4.0};
+    static ckpt_stage_desc st[MAXN];
+    int i, bi, k;
+    printf("\nparameter streaming: %d stages of %d MiB parameters each, %d microbatch(es)\n", n, (int)(P * 4 >> 20), 1);
+    for (i = 0; i < n; i++) {
+        params[i] = (float *)calloc(P, sizeof(float));
+        grads[i] = (float *)calloc(P, sizeof(float));
+        st[i].forward = sfwd; st[i].backward = sbwd;
+        st[i].out_bytes = W * sizeof(float); st[i].tape_bytes = 0;
+        st[i].fwd_time = f_ms; st[i].bwd_time = 2 * f_ms;
+        st[i].host_params = params[i]; st[i].param_bytes = P * sizeof(float); st[i].host_grads = grads[i];
+    }
+    printf("%8s %10s %10s %10s %10s %8s %8s %12s %12s\n", "GB/s", "meas ms", "compute", "link bound", "bound", "x bound",
+           "loads", "device B", "params B");
+    for (bi = 0; bi < (int)(sizeof gbps / sizeof gbps[0]); bi++) {
+        ckpt_backend be;
+        ckpt_cpu_desc bd;
+        ckpt_chain_desc cd;
+        ckpt_chain *ch;
+        ckpt_plan_desc pd;
+        ckpt_plan_info info;
+        ckpt_chain_stats cs;
+        double t[16], compute, link, bound;
+        uint64_t total = (uint64_t)n * P * sizeof(float);
+        memset(&bd, 0, sizeof bd);
+        memset(&cs, 0, sizeof cs);
+        bd.copy_engine = 1; bd.copy_bandwidth = gbps[bi] * 1e9;
+        ckpt_cpu_backend_create(&bd, &be);
+        memset(&cd, 0, sizeof cd);
+        cd.stages = st; cd.n_stages = n; cd.input_bytes = sizeof x0; cd.backend = &be;
+        if (ckpt_chain_create(&cd, &ch) != CKPT_OK) { printf("chain failed\n"); return; }
+        memset(&pd, 0, sizeof pd);
+        pd.policy = CKPT_POLICY_STORE_ALL;
+        ckpt_chain_plan(ch, &pd, &info);
+        for (k = 0; k <= steps; k++) {
+            const void *out;
+            double t0 = ckpt_cpu_now_ms();
+            for (i = 0; i < n; i++) memset(grads[i], 0, P * sizeof(float));
+            if (ckpt_forward(ch, x0, &out) != CKPT_OK || ckpt_backward(ch, gy, gx) != CKPT_OK) { printf("step failed\n"); break; }
+            if (k > 0) t[k - 1] = ckpt_cpu_now_ms() - t0;
+        }
+        for (i = 1; i < steps; i++) { int j; for (j = i; j > 0 && t[j - 1] > t[j]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; } }
+        ckpt_chain_get_stats(ch, &cs);
+        compute = info.store_all_time;
+        link = 2.0 * (double)total / (gbps[bi] * 1e9) * 1e3;        /* host-to-device: every parameter twice */
+        bound = compute > link ? compute : link;
+        printf("%8.2f %10.2f %10.2f %10.2f %10.2f %8.3f %8llu %12llu %12llu\n", gbps[bi], t[steps / 2], compute, link, bound,
+               t[steps / 2] / bound, (unsigned long long)cs.param_loads / (unsigned long long)(steps + 1),
+               (unsigned long long)(cs.slot_bytes + cs.arena_bytes), (unsigned long long)total);
+        ckpt_chain_destroy(ch);
+        ckpt_cpu_backend_destroy(&be);
+    }
+    for (i = 0; i < n; i++) { free(params[i]); free(grads[i]); }
+    printf("link bound: every parameter in twice per step (forward and backward sweeps) at that bandwidth;\n"
+           "bound: the larger of it and the compute; device B: slots + activation arena.\n");
+}
+
 /* Median step time in ms over `steps` steps after one warm-up; gradients into g (dx then dw). */
 static double run(ckpt_chain *ch, int steps, float *g, int n) {
     double t[16];
@@ -149,5 +233,6 @@ int main(int argc, char **argv) {
         }
     }
     printf("\nmem: budget / store-all peak; link: one stage's output + tape, one way, over its fwd + bwd time.\n");
+    streaming(n, steps);
     return 0;
 }
