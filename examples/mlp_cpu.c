@@ -13,11 +13,14 @@
        cc -std=c11 -O2 examples/mlp_cpu.c -o mlp_cpu -lopenblas -lm
    Run:
        ./mlp_cpu [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]
-                 [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S]
+                 [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream 1]
 
    With --bandwidth, one more row: the offload policy, on the CPU backend's copy engine (worker
    threads copying to "pinned" host memory, throttled to that many GB/s each way), so boundaries
-   and tapes really move out and back while the blocks compute.
+   and tapes really move out and back while the blocks compute. With --stream 1 every row streams
+   the blocks' parameters: each block's parameters and gradients stay in the model's host
+   buffers, the stages get the library's copies (args->params, args->param_grads), and the
+   table also shows the parameter loads per step.
 */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -270,13 +273,15 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
 static ckpt_result stage_forward(const ckpt_fwd_args *args)
 {
     const Model *m = args->ctx->user;
+    const Block *p = &m->p[args->ctx->stage];
+    Block streamed;             /* --stream: the library's copy of this block's parameters */
     ckpt_philox rng;
+    if (args->params) { carve((float *)(uintptr_t)args->params, m->C, m->H, &streamed); p = &streamed; }
     if (m->p_drop > 0.0f) {     /* a recomputation gets the same range back: same mask */
         ckpt_result r = ckpt_ctx_rng(args->ctx, ((uint64_t)m->N * m->C + 3) / 4, &rng);
         if (r != CKPT_OK) return r;
     }
-    block_forward(m, &m->p[args->ctx->stage], args->in, args->out, args->tape,
-                  m->p_drop > 0.0f ? &rng : NULL);
+    block_forward(m, p, args->in, args->out, args->tape, m->p_drop > 0.0f ? &rng : NULL);
     return CKPT_OK;
 }
 
@@ -284,8 +289,12 @@ static ckpt_result stage_backward(const ckpt_bwd_args *args)
 {
     const Model *m = args->ctx->user;
     int l = args->ctx->stage;
-    block_backward(m, &m->p[l], &m->g[l], args->in, args->tape, args->grad_out, args->grad_in,
-                   args->workspace);
+    Block sp, sg;               /* --stream: parameters in, gradients out through the library */
+    const Block *p = &m->p[l];
+    Block *g = &m->g[l];
+    if (args->params) { carve((float *)(uintptr_t)args->params, m->C, m->H, &sp); p = &sp; }
+    if (args->param_grads) { carve((float *)args->param_grads, m->C, m->H, &sg); g = &sg; }
+    block_backward(m, p, g, args->in, args->tape, args->grad_out, args->grad_in, args->workspace);
     return CKPT_OK;
 }
 
@@ -319,6 +328,7 @@ typedef struct Config {
     int C, L, N, steps;
     float p_drop, lr;
     double budget_frac, bandwidth_gbs;
+    int stream;                 /* parameters streamed through the library */
     uint64_t budget, seed;
 } Config;
 
@@ -415,7 +425,7 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]\n"
-            "          [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S]\n"
+            "          [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream 0|1]\n"
             "defaults: --width 64 --depth 8 --batch 256 --steps 20 --dropout 0.1 --lr 0.1\n"
             "          --seed 42 --budget-frac 0.4 (of store-all's peak); no offload row\n",
             prog);
@@ -438,6 +448,7 @@ static void parse_args(int argc, char **argv, Config *cfg)
         else if (!strcmp(a, "--budget-frac")) cfg->budget_frac = atof(v);
         else if (!strcmp(a, "--budget")) cfg->budget = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--bandwidth")) cfg->bandwidth_gbs = atof(v);
+        else if (!strcmp(a, "--stream")) cfg->stream = atoi(v);
         else usage(argv[0]);
     }
     if (cfg->C < 1 || cfg->L < 1 || cfg->N < 1 || cfg->steps < 1 || !(cfg->p_drop >= 0.0f) ||
@@ -473,6 +484,11 @@ int main(int argc, char **argv)
         stages[l].bwd_workspace_bytes = model.ws_bytes;
         stages[l].fwd_time = fwd_ms;
         stages[l].bwd_time = bwd_ms;
+        if (cfg.stream) {   /* the block's parameters are contiguous: ln_g is the first of them */
+            stages[l].host_params = model.p[l].ln_g;
+            stages[l].param_bytes = (size_t)(model.g[l].b2 + model.C - model.g[l].ln_g) * sizeof(float);
+            stages[l].host_grads = model.g[l].ln_g;
+        }
     }
 
     size_t nc = (size_t)cfg.N * cfg.C;
@@ -512,6 +528,7 @@ int main(int argc, char **argv)
     printf("budget %llu bytes (store-all peak %llu); loss at step 1: %.6e\n\n",
            (unsigned long long)budget, (unsigned long long)runs[0].info.peak, runs[0].first_loss);
     if (cfg.bandwidth_gbs > 0) printf("offload: copy engine throttled to %.3g GB/s each way\n\n", cfg.bandwidth_gbs);
+    if (cfg.stream) printf("parameters streamed: loads per step in the last column\n\n");
     printf("%-14s %12s %12s %12s %12s %9s %7s %7s %12s %s\n", "policy", "planned B", "measured B",
            "arena B", "pinned B", "ms/step", "pred x", "meas x", "final loss", "grads bit-identical");
     const Run *ref = &runs[0];
@@ -536,6 +553,9 @@ int main(int argc, char **argv)
                (unsigned long long)r->stats.arena_bytes, (unsigned long long)r->stats.pool_bytes, r->ms_per_step,
                r->info.time / r->info.store_all_time, r->ms_per_step / ref->ms_per_step, r->loss,
                match ? "yes" : "no");
+        if (cfg.stream)
+            printf("%-14s %llu parameter loads per step, %llu slot bytes\n", "", (unsigned long long)(r->stats.param_loads / (uint64_t)cfg.steps),
+                   (unsigned long long)r->stats.slot_bytes);
         if (r->stats.measured_peak != r->info.peak)     /* the library promises equality */
             fprintf(stderr, "warning: %s: measured peak %llu differs from planned peak %llu\n",
                     name, (unsigned long long)r->stats.measured_peak,
