@@ -12,11 +12,21 @@
    The measured step also includes what the plan does not count: zeroing the gradients, the loss,
    the SGD update and the executor's own work; the predicted time counts only the blocks.
 
+   --bandwidth GB_PER_S adds an offload line at every budget: the offload policy planned for a link
+   of that many GB/s each way (bytes per ms in the plan, as the stage times are in ms), copying
+   boundaries and tapes to the CUDA backend's pinned pool and back; its "pinned MiB" column (CSV:
+   pinned_bytes) is that pool, ckpt_chain_stats.pool_bytes. --stream runs every line, the
+   reference included, with parameter streaming as examples/mlp_cuda.cu --stream does (parameters
+   and gradients in pinned host memory, SGD on the host outside the timed part of the step; the
+   gradients compared are the host ones); "loads" is parameter loads per step and "slot MiB" the
+   streaming slots on the device, which "device MiB" includes. The CSV always has the columns
+   pinned_bytes, loads_per_step and slot_bytes, last (0 when not offloading or not streaming).
+
    Build (from the repository root):
        nvcc -O2 -arch=sm_90 -I. bench/mlp_gpu_bench.cu -o mlp_gpu_bench -lcublas
    Run:
        ./mlp_gpu_bench [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]
-                       [--fracs 1,0.8,...] [--tf32] [--csv]
+                       [--fracs 1,0.8,...] [--bandwidth GB_PER_S] [--stream] [--tf32] [--csv]
    Exit status 0; 1 if some policy's gradients differ from store-all's, or on an error; 77 when
    there is no usable GPU (skipped).
 */
@@ -29,9 +39,10 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]\n"
-            "          [--fracs F1,F2,...] [--tf32] [--csv]\n"
+            "          [--fracs F1,F2,...] [--bandwidth GB_PER_S] [--stream] [--tf32] [--csv]\n"
             "defaults: --width 768 --depth 12 --batch 4096 --steps 10 (timed, after 1 warm-up step)\n"
-            "          --dropout 0.1 --seed 42 --fracs 1,0.8,0.6,0.5,0.4,0.3,0.25,0.2 (of store-all's peak)\n",
+            "          --dropout 0.1 --seed 42 --fracs 1,0.8,0.6,0.5,0.4,0.3,0.25,0.2 (of store-all's peak);\n"
+            "          no offload lines; parameters on the device\n",
             prog);
     exit(2);
 }
@@ -54,17 +65,30 @@ static int parse_fracs(const char *s, double *fracs)
 
 static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
 
-static void print_header(int csv)
+/* Parameter loads per step (streaming), 0 without any step. */
+static double loads_per_step(const Run *r)
 {
-    if (csv)
-        printf("policy,k,frac,budget_bytes,feasible,planned_peak,measured_peak,device_peak,n_recomputed,"
-               "pred_ms,meas_ms,pred_ratio,meas_ratio,mem_ratio,min_budget,grads_identical\n");
-    else
-        printf("%-14s %5s %12s %12s %6s %9s %9s %7s %7s %6s %s\n", "policy", "frac", "planned MiB",
-               "device MiB", "recomp", "pred ms", "meas ms", "pred x", "meas x", "mem x", "grads");
+    return r->stats.steps ? (double)r->stats.param_loads / (double)r->stats.steps : 0.0;
 }
 
-static void print_run(int csv, const Run *r, const Run *ref, double frac, uint64_t budget, int same)
+/* The text table shows "pinned MiB" only with --bandwidth and "loads", "slot MiB" only with
+   --stream; the CSV always has every column. */
+static void print_header(const Config *cfg, int csv)
+{
+    if (csv) {
+        printf("policy,k,frac,budget_bytes,feasible,planned_peak,measured_peak,device_peak,n_recomputed,"
+               "pred_ms,meas_ms,pred_ratio,meas_ratio,mem_ratio,min_budget,grads_identical,"
+               "pinned_bytes,loads_per_step,slot_bytes\n");
+        return;
+    }
+    printf("%-14s %5s %12s %12s", "policy", "frac", "planned MiB", "device MiB");
+    if (cfg->bandwidth_gbs > 0.0) printf(" %10s", "pinned MiB");
+    if (cfg->stream) printf(" %6s %9s", "loads", "slot MiB");
+    printf(" %6s %9s %9s %7s %7s %6s %s\n", "recomp", "pred ms", "meas ms", "pred x", "meas x", "mem x", "grads");
+}
+
+static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, double frac, uint64_t budget,
+                      int same)
 {
     char name[32];
     run_name(r, name, sizeof name);
@@ -72,15 +96,16 @@ static void print_run(int csv, const Run *r, const Run *ref, double frac, uint64
     double mem_x = (double)r->info.peak / (double)ref->info.peak;
     if (csv) {
         if (!r->feasible) {
-            printf("%s,,%g,%llu,0,,,,,,,,,,%llu,\n", ckpt_policy_name(r->policy), frac,
+            printf("%s,,%g,%llu,0,,,,,,,,,,%llu,,,,\n", ckpt_policy_name(r->policy), frac,
                    (unsigned long long)budget, (unsigned long long)r->info.min_budget);
             return;
         }
-        printf("%s,%d,%g,%llu,1,%llu,%llu,%llu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%llu,%d\n",
+        printf("%s,%d,%g,%llu,1,%llu,%llu,%llu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%llu,%d,%llu,%.2f,%llu\n",
                ckpt_policy_name(r->policy), r->info.k, frac, (unsigned long long)budget,
                (unsigned long long)r->info.peak, (unsigned long long)r->stats.measured_peak,
                (unsigned long long)r->device_peak, r->info.n_recomputed, r->info.time, r->ms_per_step,
-               pred_x, meas_x, mem_x, (unsigned long long)r->info.min_budget, same);
+               pred_x, meas_x, mem_x, (unsigned long long)r->info.min_budget, same,
+               (unsigned long long)r->stats.pool_bytes, loads_per_step(r), (unsigned long long)r->stats.slot_bytes);
         return;
     }
     if (!r->feasible) {
@@ -88,9 +113,11 @@ static void print_run(int csv, const Run *r, const Run *ref, double frac, uint64
                mib(r->info.min_budget), (double)r->info.min_budget / (double)ref->info.peak);
         return;
     }
-    printf("%-14s %5.2f %12.1f %12.1f %6d %9.3f %9.3f %7.3f %7.3f %6.3f %s\n", name, frac, mib(r->info.peak),
-           mib(r->device_peak), r->info.n_recomputed, r->info.time, r->ms_per_step, pred_x, meas_x, mem_x,
-           same ? "same" : "DIFFER");
+    printf("%-14s %5.2f %12.1f %12.1f", name, frac, mib(r->info.peak), mib(r->device_peak));
+    if (cfg->bandwidth_gbs > 0.0) printf(" %10.1f", mib(r->stats.pool_bytes));
+    if (cfg->stream) printf(" %6.1f %9.1f", loads_per_step(r), mib(r->stats.slot_bytes));
+    printf(" %6d %9.3f %9.3f %7.3f %7.3f %6.3f %s\n", r->info.n_recomputed, r->info.time, r->ms_per_step, pred_x,
+           meas_x, mem_x, same ? "same" : "DIFFER");
 }
 
 int main(int argc, char **argv)
@@ -102,6 +129,7 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "--tf32")) { cfg.tf32 = 1; continue; }
         if (!strcmp(a, "--csv")) { csv = 1; continue; }
+        if (!strcmp(a, "--stream")) { cfg.stream = 1; continue; }
         if (i + 1 >= argc) usage(argv[0]);
         const char *v = argv[++i];
         if (parse_model_flag(&cfg, a, v)) continue;
@@ -130,24 +158,34 @@ int main(int argc, char **argv)
            "%llu bytes, predicted %.3f ms, measured %.3f ms per step\n", lead, ss.fwd_ms, ss.bwd_ms,
            (unsigned long long)ref.info.peak, mib(ref.info.peak), (unsigned long long)ref.device_peak,
            ref.info.time, ref.ms_per_step);
+    if (cfg.bandwidth_gbs > 0.0)
+        printf("%soffload: planned for a link of %.3g GB/s each way\n", lead, cfg.bandwidth_gbs);
+    if (cfg.stream)
+        printf("%sparameter streaming: %zu bytes of parameters per block in pinned host memory; store-all: %.1f "
+               "loads per step, %llu bytes of slots\n", lead, ss.model.block_floats * sizeof(float),
+               loads_per_step(&ref), (unsigned long long)ref.stats.slot_bytes);
     if (!csv) printf("\n");
-    print_header(csv);
+    print_header(&cfg, csv);
 
+    /* The offload line (last) only with --bandwidth. */
     const ckpt_policy policies[] = { CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
-                                     CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL };
+                                     CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD };
+    size_t n_policies = sizeof policies / sizeof policies[0] - (cfg.bandwidth_gbs > 0.0 ? 0 : 1);
     int all_same = 1;
     for (int f = 0; f < n_fracs; f++) {
         uint64_t budget = (uint64_t)(fracs[f] * (double)ref.info.peak);
         if (budget == 0) budget = 1;        /* 0 would mean "no limit" */
-        for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
+        for (size_t i = 0; i < n_policies; i++) {
             Run run;
             memset(&pd, 0, sizeof pd);
             pd.policy = policies[i];
             pd.budget = budget;             /* every-k gets k = 0: the best k that fits */
+            if (pd.policy == CKPT_POLICY_OFFLOAD)
+                pd.bandwidth = cfg.bandwidth_gbs * 1e9 / 1e3;   /* bytes per ms: stage times are in ms */
             train(&ss, &pd, &run);
             int same = run.feasible ? same_grads(&ss, &run, &ref) : 0;
             if (run.feasible) all_same &= same;
-            print_run(csv, &run, &ref, fracs[f], budget, same);
+            print_run(&cfg, csv, &run, &ref, fracs[f], budget, same);
             fflush(stdout);
             free(run.grads);
         }

@@ -20,9 +20,27 @@
        nvcc -O2 -arch=sm_90 -I. examples/mlp_cuda.cu -o mlp_cuda -lcublas
    Run:
        ./mlp_cuda [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]
-                  [--seed S] [--budget-frac F | --budget BYTES] [--tf32]
+                  [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream]
+                  [--tf32]
    Exit status 0: every policy's gradients equal store-all's; 1: one differs, or an error;
    77: no usable GPU (skipped).
+
+   The rows: store-all (no budget: the reference), then every-k, sqrt, greedy and optimal at the
+   budget. With --bandwidth GB_PER_S, one more row at the same budget: the offload policy, planned
+   for a link of that many GB/s each way (plan bandwidth in bytes per ms, as the stage times are in
+   ms), which copies boundaries and tapes to the CUDA backend's pinned host pool and back on its
+   copy streams while the blocks compute; its "pinned B" column is that pool
+   (ckpt_chain_stats.pool_bytes; 0 in the other rows).
+
+   With --stream, every run streams the parameters (see PARAMETER STREAMING in ckpt.h): each
+   block's parameters and float gradients live in pinned host memory (one block of the flat
+   layout each, the stage's host_params and host_grads); the library loads them into two device
+   slots ahead of each op and adds each backward's gradients into the host copy; the SGD update
+   runs on the host, after the timed part of the step. Two more columns: parameter loads per step
+   and the slots' device bytes (ckpt_chain_stats.param_loads / steps, slot_bytes). The gradients
+   compared are the host ones, against store-all's streamed run. A streamed run and one without
+   --stream may differ in the last bits after the first step (the host update rounds differently
+   from the GPU's): compare rows within one mode only.
 
    bench/mlp_gpu_bench.cu reuses the model: it defines MLP_CUDA_NO_MAIN and includes this file.
 */
@@ -339,7 +357,8 @@ typedef struct Model {
     int C, H, N, L;             /* width, hidden width (4C), rows, blocks */
     float p_drop, drop_scale;   /* drop_scale = ckpt_dropout_scale(p_drop), computed on the host */
     int rows_per_part, parts;   /* how column sums split the rows */
-    size_t n_params;            /* floats, padding included */
+    size_t block_floats;        /* one block's parameters, padding included: carve's layout */
+    size_t n_params;            /* floats, L * block_floats */
     float *params, *grads;      /* device, n_params floats each (grads NULL for the teacher) */
     Block *p, *g;               /* per block, into params and grads */
     cublasHandle_t blas;        /* shared; each call sets the stream of the callback */
@@ -376,7 +395,8 @@ static void model_create(Model *m, int C, int L, int N, float p_drop, int traina
     m->blas = blas;
     m->rows_per_part = (N + MAX_PARTS - 1) / MAX_PARTS;
     m->parts = (N + m->rows_per_part - 1) / m->rows_per_part;
-    m->n_params = (size_t)L * (3 * pad64(C) + pad64(m->H) + 2 * pad64((size_t)m->H * C));
+    m->block_floats = 3 * pad64(C) + pad64(m->H) + 2 * pad64((size_t)m->H * C);   /* what carve takes */
+    m->n_params = (size_t)L * m->block_floats;
     m->params = (float *)dev_alloc(m->n_params * sizeof(float));
     m->grads = trainable ? (float *)dev_alloc(m->n_params * sizeof(float)) : NULL;
     m->p = (Block *)xcalloc(L, sizeof(Block));
@@ -512,15 +532,23 @@ static ckpt_result block_backward(const Model *m, const Block *p, const Block *g
     return LAUNCHED(ln_backward_kernel);
 }
 
-/* ---- the ckpt stages: thin wrappers; the stage index picks the block ------------------------ */
+/* ---- the ckpt stages: thin wrappers; the stage index picks the block ------------------------
+   With parameter streaming (--stream) the library hands each op the block's parameters in a
+   device slot (args->params: one block of the model's flat buffer, carve's layout) and, in the
+   backward, a zeroed gradient slot of the same layout (args->param_grads) to add into; it adds
+   that slot into the block's host gradients afterwards. Without it both are NULL and the block
+   uses the model's own device buffers. */
 
 static ckpt_result stage_forward(const ckpt_fwd_args *args)
 {
     const Model *m = (const Model *)args->ctx->user;
+    const Block *p = &m->p[args->ctx->stage];
+    Block slot;
+    if (args->params) { carve((float *)args->params, m->C, m->H, &slot); p = &slot; }
     ckpt_philox rng;
     if (m->p_drop > 0.0f)       /* a recomputation gets the same range back: same mask */
         TRY(ckpt_ctx_rng(args->ctx, ((uint64_t)m->N * m->C + 3) / 4, &rng));
-    return block_forward(m, &m->p[args->ctx->stage], (const float *)args->in, (float *)args->out, args->tape,
+    return block_forward(m, p, (const float *)args->in, (float *)args->out, args->tape,
                          m->p_drop > 0.0f ? &rng : NULL, (cudaStream_t)args->ctx->stream);
 }
 
@@ -528,9 +556,12 @@ static ckpt_result stage_backward(const ckpt_bwd_args *args)
 {
     const Model *m = (const Model *)args->ctx->user;
     int l = args->ctx->stage;
-    return block_backward(m, &m->p[l], &m->g[l], (const float *)args->in, args->tape,
-                          (const float *)args->grad_out, (float *)args->grad_in, args->workspace,
-                          (cudaStream_t)args->ctx->stream);
+    const Block *p = &m->p[l], *g = &m->g[l];
+    Block pslot, gslot;
+    if (args->params) { carve((float *)args->params, m->C, m->H, &pslot); p = &pslot; }
+    if (args->param_grads) { carve((float *)args->param_grads, m->C, m->H, &gslot); g = &gslot; }
+    return block_backward(m, p, g, (const float *)args->in, args->tape, (const float *)args->grad_out,
+                          (float *)args->grad_in, args->workspace, (cudaStream_t)args->ctx->stream);
 }
 
 /* Milliseconds of one block's forward and backward (median of 7, after a warm-up), timed with
@@ -572,8 +603,10 @@ static void measure_block(Model *m, const ckpt_backend *be, cudaStream_t s, doub
 
 typedef struct Config {
     int C, L, N, steps, warmup, tf32;
+    int stream;                 /* parameter streaming: parameters and gradients in pinned host memory */
     float p_drop, lr;
     double budget_frac;
+    double bandwidth_gbs;       /* > 0: an offload run, planned for a link of this many GB/s each way */
     uint64_t budget, seed;
 } Config;
 
@@ -583,6 +616,7 @@ static Config default_config(void)
     memset(&c, 0, sizeof c);
     c.C = 768; c.L = 12; c.N = 4096; c.steps = 10; c.warmup = 1; c.tf32 = 0;
     c.p_drop = 0.1f; c.lr = 0.1f; c.budget_frac = 0.4; c.budget = 0; c.seed = 42;
+    c.stream = 0; c.bandwidth_gbs = 0.0;
     return c;
 }
 
@@ -596,7 +630,7 @@ typedef struct Run {
     ckpt_policy policy;
     int feasible;
     ckpt_plan_info info;
-    ckpt_chain_stats stats;
+    ckpt_chain_stats stats;     /* also pool_bytes (offload), param_loads and slot_bytes (streaming) */
     uint64_t device_peak;       /* ckpt_cuda_stats.peak_bytes while this run's chain lived */
     double ms_per_step, first_loss, loss;
     float *grads;               /* host: the last step's parameter gradients, then the input gradient */
@@ -613,6 +647,10 @@ typedef struct Session {
     double fwd_ms, bwd_ms;      /* one block, measured */
     ckpt_stage_desc *stages;
     Batch batch;
+    /* --stream: the model's parameters and their gradients in pinned host memory (n_params floats
+       each, carve's layout: block l at l * block_floats); the chain loads them block by block.
+       NULL without streaming (the model's device buffers are used). */
+    float *host_params, *host_grads;
 } Session;
 
 /* The teacher's output for b->x, into b->target (no ckpt: it never trains). */
@@ -688,6 +726,19 @@ static void session_open(Session *ss, const Config *cfg, const char *prog)
         st->fwd_time = ss->fwd_ms;      /* milliseconds: plan times are in ms too */
         st->bwd_time = ss->bwd_ms;
     }
+    if (cfg->stream) {      /* pinned, so that the library's loads overlap compute */
+        size_t bytes = ss->model.n_params * sizeof(float);
+        CHECK(CU(cudaMallocHost((void **)&ss->host_params, bytes)));
+        CHECK(CU(cudaMallocHost((void **)&ss->host_grads, bytes)));
+        memset(ss->host_params, 0, bytes);
+        memset(ss->host_grads, 0, bytes);
+        for (int l = 0; l < cfg->L; l++) {
+            ckpt_stage_desc *st = &ss->stages[l];
+            st->host_params = ss->host_params + (size_t)l * ss->model.block_floats;
+            st->param_bytes = ss->model.block_floats * sizeof(float);
+            st->host_grads = ss->host_grads + (size_t)l * ss->model.block_floats;
+        }
+    }
 
     size_t nc = (size_t)cfg->N * cfg->C;
     Batch *b = &ss->batch;
@@ -711,6 +762,8 @@ static void session_close(Session *ss)
     CHECK(CU(cudaFree(b->dx))); CHECK(CU(cudaFree(b->tmp[0]))); CHECK(CU(cudaFree(b->tmp[1])));
     CHECK(CU(cudaFree(b->tape))); CHECK(CU(cudaFree(b->loss_part))); CHECK(CU(cudaFree(b->loss)));
     CHECK(CU(cudaFree(ss->init)));
+    if (ss->host_params) CHECK(CU(cudaFreeHost(ss->host_params)));
+    if (ss->host_grads) CHECK(CU(cudaFreeHost(ss->host_grads)));
     model_destroy(&ss->model);
     model_destroy(&ss->teacher);
     free(ss->stages);
@@ -719,18 +772,29 @@ static void session_close(Session *ss)
     CHECK(CU(cudaStreamDestroy(ss->stream)));
 }
 
+/* The SGD step on the host copy (--stream): p -= lr * g. */
+static void host_sgd(float *p, const float *g, float lr, size_t n)
+{
+    for (size_t i = 0; i < n; i++) p[i] -= lr * g[i];
+}
+
 /* Trains the model from its initial weights under one plan (warmup + steps steps); fills run.
-   Every run sees the same data and dropout. The step time is the median of the timed steps. */
+   Every run sees the same data and dropout. The step time is the median of the timed steps.
+   With --stream the parameters and gradients are the pinned host copies, and the SGD update runs
+   on the host after the timed part of the step. */
 static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
 {
     const Config *cfg = &ss->cfg;
     Model *m = &ss->model;
     Batch *b = &ss->batch;
     cudaStream_t s = ss->stream;
-    size_t nc = (size_t)m->N * m->C;
+    size_t nc = (size_t)m->N * m->C, param_bytes = m->n_params * sizeof(float);
     memset(run, 0, sizeof *run);
     run->policy = pd->policy;
-    CHECK(CU(cudaMemcpyAsync(m->params, ss->init, m->n_params * sizeof(float), cudaMemcpyDeviceToDevice, s)));
+    if (ss->host_params)    /* synchronous: the host copy is complete before the chain loads it */
+        CHECK(CU(cudaMemcpy(ss->host_params, ss->init, param_bytes, cudaMemcpyDeviceToHost)));
+    else
+        CHECK(CU(cudaMemcpyAsync(m->params, ss->init, param_bytes, cudaMemcpyDeviceToDevice, s)));
 
     ckpt_chain_desc cd;
     memset(&cd, 0, sizeof cd);
@@ -761,17 +825,24 @@ static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
         CHECK(randn(&ss->be, &data, b->x, nc, 0.0f, 1.0f, s));
         CHECK(teacher_forward(&ss->teacher, b, s));
 
+        /* the library adds into host_grads during the backward (the last ones as it returns) */
+        if (ss->host_grads) memset(ss->host_grads, 0, param_bytes);
         CHECK(CU(cudaEventRecord(ev[0], s)));
-        CHECK(CU(cudaMemsetAsync(m->grads, 0, m->n_params * sizeof(float), s)));
+        if (!ss->host_grads) CHECK(CU(cudaMemsetAsync(m->grads, 0, param_bytes, s)));
         const void *out;
         CHECK(ckpt_forward(chain, b->x, &out));
         CHECK(mse((const float *)out, b, nc, s));
         CHECK(ckpt_backward(chain, b->dy, b->dx));    /* ends with a synchronize */
-        sgd_kernel<<<blocks_for(m->n_params), THREADS, 0, s>>>(m->params, m->grads, cfg->lr, m->n_params);
-        CHECK(LAUNCHED(sgd_kernel));
+        if (!ss->host_params) {
+            sgd_kernel<<<blocks_for(m->n_params), THREADS, 0, s>>>(m->params, m->grads, cfg->lr, m->n_params);
+            CHECK(LAUNCHED(sgd_kernel));
+        }
         CHECK(CU(cudaEventRecord(ev[1], s)));
         CHECK(CU(cudaEventSynchronize(ev[1])));
         CHECK(CU(cudaEventElapsedTime(&ms[step], ev[0], ev[1])));
+        /* every copy of the step is done (ckpt_backward synchronized the copy streams too), so
+           the host parameters may change before the next forward loads them */
+        if (ss->host_params) host_sgd(ss->host_params, ss->host_grads, cfg->lr, m->n_params);
         CHECK(CU(cudaMemcpyAsync(&run->loss, b->loss, sizeof(double), cudaMemcpyDeviceToHost, s)));
         CHECK(CU(cudaStreamSynchronize(s)));
         if (step == 0) run->first_loss = run->loss;
@@ -786,7 +857,8 @@ static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
     CHECK(ckpt_cuda_get_stats(&ss->be, &ds));
     run->device_peak = ds.peak_bytes;
     run->grads = (float *)xcalloc(m->n_params + nc, sizeof(float));
-    CHECK(CU(cudaMemcpy(run->grads, m->grads, m->n_params * sizeof(float), cudaMemcpyDeviceToHost)));
+    if (ss->host_grads) memcpy(run->grads, ss->host_grads, param_bytes);
+    else CHECK(CU(cudaMemcpy(run->grads, m->grads, param_bytes, cudaMemcpyDeviceToHost)));
     CHECK(CU(cudaMemcpy(run->grads + m->n_params, b->dx, nc * sizeof(float), cudaMemcpyDeviceToHost)));
     ckpt_chain_destroy(chain);
 }
@@ -806,7 +878,7 @@ static const char *run_name(const Run *r, char *buf, size_t size)
     return buf;
 }
 
-/* Parses one flag of the model (the benchmark shares these); 0 when the name is not one. */
+/* Parses one flag with a value that the benchmark shares; 0 when the name is not one. */
 static int parse_model_flag(Config *cfg, const char *a, const char *v)
 {
     if (!strcmp(a, "--width")) cfg->C = atoi(v);
@@ -816,6 +888,7 @@ static int parse_model_flag(Config *cfg, const char *a, const char *v)
     else if (!strcmp(a, "--dropout")) cfg->p_drop = (float)atof(v);
     else if (!strcmp(a, "--lr")) cfg->lr = (float)atof(v);
     else if (!strcmp(a, "--seed")) cfg->seed = strtoull(v, NULL, 10);
+    else if (!strcmp(a, "--bandwidth")) cfg->bandwidth_gbs = atof(v);
     else return 0;
     return 1;
 }
@@ -823,7 +896,8 @@ static int parse_model_flag(Config *cfg, const char *a, const char *v)
 static int config_ok(const Config *cfg)
 {
     return cfg->C >= 1 && cfg->L >= 1 && cfg->N >= 1 && cfg->steps >= 1 && cfg->p_drop >= 0.0f &&
-           cfg->p_drop < 1.0f && cfg->budget_frac > 0.0;
+           cfg->p_drop < 1.0f && cfg->budget_frac > 0.0 && cfg->bandwidth_gbs >= 0.0 &&
+           cfg->bandwidth_gbs < 1e9;    /* NaN fails both */
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
@@ -833,10 +907,11 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]\n"
-            "          [--seed S] [--budget-frac F | --budget BYTES] [--tf32]\n"
+            "          [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream]\n"
+            "          [--tf32]\n"
             "defaults: --width 768 --depth 12 --batch 4096 --steps 10 (timed, after 1 warm-up step)\n"
             "          --dropout 0.1 --lr 0.1 --seed 42 --budget-frac 0.4 (of store-all's peak);\n"
-            "          FP32 GEMMs (--tf32: TF32 tensor cores)\n",
+            "          no offload row; parameters on the device; FP32 GEMMs (--tf32: TF32 tensor cores)\n",
             prog);
     exit(2);
 }
@@ -846,6 +921,7 @@ static void parse_args(int argc, char **argv, Config *cfg)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--tf32")) { cfg->tf32 = 1; continue; }
+        if (!strcmp(a, "--stream")) { cfg->stream = 1; continue; }
         if (i + 1 >= argc) usage(argv[0]);
         const char *v = argv[++i];
         if (parse_model_flag(cfg, a, v)) continue;
@@ -863,18 +939,22 @@ int main(int argc, char **argv)
     Session ss;
     session_open(&ss, &cfg, "mlp_cuda");
 
-    /* Store-all first: it is the reference, and the budget is a fraction of its peak. */
+    /* Store-all first: it is the reference, and the budget is a fraction of its peak. The offload
+       row (last) runs only with --bandwidth. */
     const ckpt_policy policies[] = { CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
-                                     CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL };
+                                     CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD };
     enum { N_POLICIES = sizeof policies / sizeof policies[0] };
+    int n_policies = cfg.bandwidth_gbs > 0.0 ? N_POLICIES : N_POLICIES - 1;
     Run runs[N_POLICIES];
     int match[N_POLICIES];      /* gradients bit-identical to store-all's */
     uint64_t budget = cfg.budget;
-    for (int i = 0; i < N_POLICIES; i++) {
+    for (int i = 0; i < n_policies; i++) {
         ckpt_plan_desc pd;
         memset(&pd, 0, sizeof pd);
         pd.policy = policies[i];
         pd.budget = i == 0 ? 0 : budget;    /* every-k gets k = 0: the best k that fits */
+        if (pd.policy == CKPT_POLICY_OFFLOAD)
+            pd.bandwidth = cfg.bandwidth_gbs * 1e9 / 1e3;   /* bytes per ms: stage times are in ms */
         train(&ss, &pd, &runs[i]);
         if (i == 0 && budget == 0)      /* at least 1: a budget of 0 would mean "no limit" */
             budget = (uint64_t)(cfg.budget_frac * (double)runs[0].info.peak) + 1;
@@ -888,13 +968,22 @@ int main(int argc, char **argv)
     printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d+%d steps (warm-up+timed); "
            "one block: fwd %.3f ms, bwd %.3f ms\n", cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.warmup,
            cfg.steps, ss.fwd_ms, ss.bwd_ms);
-    printf("budget %llu bytes (store-all peak %llu); loss at step 1: %.6e\n\n",
-           (unsigned long long)budget, (unsigned long long)runs[0].info.peak, runs[0].first_loss);
-    printf("%-14s %12s %12s %12s %9s %7s %7s %12s %s\n", "policy", "planned B", "measured B",
-           "device B", "ms/step", "pred x", "meas x", "final loss", "grads bit-identical");
+    printf("budget %llu bytes (store-all peak %llu); loss at step 1: %.6e\n", (unsigned long long)budget,
+           (unsigned long long)runs[0].info.peak, runs[0].first_loss);
+    if (cfg.bandwidth_gbs > 0.0)
+        printf("offload: planned for a link of %.3g GB/s each way; copies on the CUDA backend's copy streams "
+               "to its pinned pool\n", cfg.bandwidth_gbs);
+    if (cfg.stream)
+        printf("parameter streaming: each block's %zu bytes of parameters and float gradients in pinned host "
+               "memory; SGD on the host, after the timed part of each step\n",
+               ss.model.block_floats * sizeof(float));
+    printf("\n%-14s %12s %12s %12s %12s %9s %7s %7s %12s", "policy", "planned B", "measured B", "device B",
+           "pinned B", "ms/step", "pred x", "meas x", "final loss");
+    if (cfg.stream) printf(" %10s %12s", "loads/step", "slot B");
+    printf(" %s\n", "grads bit-identical");
     const Run *ref = &runs[0];
     int all_match = 1;
-    for (int i = 0; i < N_POLICIES; i++) {
+    for (int i = 0; i < n_policies; i++) {
         const Run *r = &runs[i];
         char name[32];
         run_name(r, name, sizeof name);
@@ -903,22 +992,30 @@ int main(int argc, char **argv)
             continue;
         }
         all_match &= match[i];
-        printf("%-14s %12llu %12llu %12llu %9.3f %7.3f %7.3f %12.6e %s\n", name,
+        printf("%-14s %12llu %12llu %12llu %12llu %9.3f %7.3f %7.3f %12.6e", name,
                (unsigned long long)r->info.peak, (unsigned long long)r->stats.measured_peak,
-               (unsigned long long)r->device_peak, r->ms_per_step, r->info.time / r->info.store_all_time,
-               r->ms_per_step / ref->ms_per_step, r->loss, match[i] ? "yes" : "no");
+               (unsigned long long)r->device_peak, (unsigned long long)r->stats.pool_bytes, r->ms_per_step,
+               r->info.time / r->info.store_all_time, r->ms_per_step / ref->ms_per_step, r->loss);
+        if (cfg.stream)
+            printf(" %10.2f %12llu", r->stats.steps ? (double)r->stats.param_loads / (double)r->stats.steps : 0.0,
+                   (unsigned long long)r->stats.slot_bytes);
+        printf(" %s\n", match[i] ? "yes" : "no");
         if (r->stats.measured_peak != r->info.peak)     /* the library promises equality */
             fprintf(stderr, "warning: %s: measured peak %llu differs from planned peak %llu\n",
                     name, (unsigned long long)r->stats.measured_peak, (unsigned long long)r->info.peak);
-        if (r->device_peak != r->stats.arena_bytes)     /* the arena is all we allocate through it */
-            fprintf(stderr, "warning: %s: device peak %llu differs from the arena's %llu bytes\n",
-                    name, (unsigned long long)r->device_peak, (unsigned long long)r->stats.arena_bytes);
+        /* the arena (and the streaming slots) is all we allocate through it */
+        if (r->device_peak != r->stats.arena_bytes + r->stats.slot_bytes)
+            fprintf(stderr, "warning: %s: device peak %llu differs from the arena's %llu bytes plus the slots' %llu\n",
+                    name, (unsigned long long)r->device_peak, (unsigned long long)r->stats.arena_bytes,
+                    (unsigned long long)r->stats.slot_bytes);
         if (i > 0 && r->info.peak > budget)
             fprintf(stderr, "warning: %s: planned peak %llu exceeds the budget %llu\n", name,
                     (unsigned long long)r->info.peak, (unsigned long long)budget);
     }
-    printf("\n(device B: the bytes the CUDA backend allocated, i.e. the arena; planned peak plus the "
-           "gaps of its fixed layout)\n");
+    printf("\n(device B: the bytes the CUDA backend allocated: the arena, planned peak plus the gaps of its "
+           "fixed layout%s; pinned B: offload's pinned host pool%s)\n",
+           cfg.stream ? ", plus the streaming slots (slot B)" : "",
+           cfg.stream ? "; loads/step: parameter copies to the device per step (store-all: 2 x blocks)" : "");
 
     free(runs[0].grads);
     session_close(&ss);
