@@ -10,8 +10,10 @@
    - checksum kernel equal to ckpt_checksum for sizes around the chunk and pass boundaries and for
      an unaligned buffer;
    - the executor suite of tests/test_executor.c on the device: random chains of dropout layers,
-     every policy at random budgets, parameter and input gradients bit-identical to store-all,
-     measured peak equal to planned, profiler ranges pushed and popped once per operation. */
+     every policy (offload included) at random budgets, parameter and input gradients
+     bit-identical to store-all, measured peak equal to planned, profiler ranges pushed and
+     popped once per operation; then the same with the weights streamed from pinned host memory
+     (args->params, host_grads), against streamed store-all. */
 #define CKPT_IMPLEMENTATION
 #ifdef CKPT_TEST_HIP
 #define CKPT_HIP_IMPLEMENTATION
@@ -214,6 +216,8 @@ typedef struct layer {
     int win, wout;
     float p_drop;
     float *W, *b, *dW, *db;     /* device */
+    float *hp, *hg;             /* pinned host: W then b, and their gradients (streaming) */
+    int streamed;               /* the weights come through args->params */
 } layer;
 
 static const ckpt_backend *g_be;
@@ -273,7 +277,12 @@ static ckpt_result layer_fwd(const ckpt_fwd_args *a) {
     tape_layout(L, e, &total);
     h = (float *)ckpt_layout_ptr(a->tape, e, 0);
     if ((r = ckpt_ctx_rng(a->ctx, (uint64_t)(n + 3) / 4, &ph)) != CKPT_OK) return r;
-    k_linear_tanh<<<(n + 127) / 128, 128, 0, s>>>((const float *)a->in, L->W, L->b, h, (float *)a->out, L->win, L->wout);
+    {
+        const float *W = L->streamed ? (const float *)a->params : L->W;
+        const float *b = L->streamed ? (const float *)a->params + L->win * L->wout : L->b;
+        if (L->streamed != (a->params != NULL)) return CKPT_ERR_CALLBACK;
+        k_linear_tanh<<<(n + 127) / 128, 128, 0, s>>>((const float *)a->in, W, b, h, (float *)a->out, L->win, L->wout);
+    }
     if ((r = launch_ok()) != CKPT_OK) return r;
     return GPU(philox_dropout)(g_be, &ph, L->p_drop, (const float *)a->out, (float *)a->out,
                                (uint8_t *)ckpt_layout_ptr(a->tape, e, 1), (size_t)n, a->ctx->stream);
@@ -290,9 +299,15 @@ static ckpt_result layer_bwd(const ckpt_bwd_args *a) {
     k_dh<<<(n + 127) / 128, 128, 0, s>>>((const float *)ckpt_layout_ptr(a->tape, e, 0),
                                          (const uint8_t *)ckpt_layout_ptr(a->tape, e, 1), (const float *)a->grad_out,
                                          ckpt_dropout_scale(L->p_drop), dh, n);
-    k_param_grads<<<(np + 127) / 128, 128, 0, s>>>(dh, (const float *)a->in, L->dW, L->db, L->win, L->wout);
-    if (a->grad_in)
-        k_input_grad<<<(ROWS * L->win + 127) / 128, 128, 0, s>>>(dh, L->W, (float *)a->grad_in, L->win, L->wout);
+    if (L->streamed && (!a->params || !a->param_grads)) return CKPT_ERR_CALLBACK;
+    {
+        float *dW = L->streamed ? (float *)a->param_grads : L->dW;
+        float *db = L->streamed ? (float *)a->param_grads + L->win * L->wout : L->db;
+        const float *W = L->streamed ? (const float *)a->params : L->W;
+        k_param_grads<<<(np + 127) / 128, 128, 0, s>>>(dh, (const float *)a->in, dW, db, L->win, L->wout);
+        if (a->grad_in)
+            k_input_grad<<<(ROWS * L->win + 127) / 128, 128, 0, s>>>(dh, W, (float *)a->grad_in, L->win, L->wout);
+    }
     return launch_ok();
 }
 
@@ -327,6 +342,10 @@ static void make_case(chain_case *c) {
         CU(cudaMalloc((void **)&L->db, sizeof(float) * L->wout));
         upload_random(L->W, (size_t)L->win * L->wout, 1.0f);
         upload_random(L->b, (size_t)L->wout, 0.1f);
+        CU(cudaHostAlloc((void **)&L->hp, sizeof(float) * (L->win + 1) * L->wout, cudaHostAllocDefault));
+        CU(cudaHostAlloc((void **)&L->hg, sizeof(float) * (L->win + 1) * L->wout, cudaHostAllocDefault));
+        CU(cudaMemcpy(L->hp, L->W, sizeof(float) * L->win * L->wout, cudaMemcpyDeviceToHost));
+        CU(cudaMemcpy(L->hp + L->win * L->wout, L->b, sizeof(float) * L->wout, cudaMemcpyDeviceToHost));
         tape_layout(L, e, &tape);
         c->st[i].forward = layer_fwd; c->st[i].backward = layer_bwd; c->st[i].user = L;
         c->st[i].out_bytes = sizeof(float) * ROWS * (size_t)L->wout;
@@ -349,6 +368,7 @@ static void free_case(chain_case *c) {
     for (i = 0; i < c->n; i++) {
         CU(cudaFree(c->layers[i].W)); CU(cudaFree(c->layers[i].b));
         CU(cudaFree(c->layers[i].dW)); CU(cudaFree(c->layers[i].db));
+        CU(cudaFreeHost(c->layers[i].hp)); CU(cudaFreeHost(c->layers[i].hg));
     }
     CU(cudaFree(c->x)); CU(cudaFree(c->gx)); CU(cudaFree(c->gy));
 }
@@ -361,6 +381,10 @@ static std::vector<float> gather(const chain_case *c) {
         const layer *L = &c->layers[i];
         size_t nw = (size_t)L->win * L->wout, off = g.size();
         g.resize(off + nw + L->wout);
+        if (L->streamed) {      /* host_grads: complete when ckpt_backward returned */
+            memcpy(&g[off], L->hg, (nw + L->wout) * sizeof(float));
+            continue;
+        }
         CU(cudaMemcpy(&g[off], L->dW, nw * sizeof(float), cudaMemcpyDeviceToHost));
         CU(cudaMemcpy(&g[off + nw], L->db, L->wout * sizeof(float), cudaMemcpyDeviceToHost));
     }
@@ -378,7 +402,7 @@ static void count_push(void *state, const char *label) { (void)state; if (pushes
 static void count_pop(void *state) { (void)state; pops++; if (pops > pushes) depth_bad++; }
 
 static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, std::vector<float> *g, ckpt_plan_info *info,
-                       ckpt_chain_stats *stats, const ckpt_backend *be) {
+                       ckpt_chain_stats *stats, const ckpt_backend *be, int streamed) {
     ckpt_chain_desc cd;
     ckpt_chain *ch = NULL;
     ckpt_backend counted = *be;
@@ -391,8 +415,14 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, std::vector<floa
     cd.stages = c->st; cd.n_stages = c->n; cd.backend = &counted; cd.seed = 0x1234567890abcdefull; cd.rng_offset = 77;
     cd.input_bytes = sizeof(float) * ROWS * (size_t)c->layers[0].win;
     for (i = 0; i < c->n; i++) {
-        CU(cudaMemset(c->layers[i].dW, 0, sizeof(float) * c->layers[i].win * c->layers[i].wout));
-        CU(cudaMemset(c->layers[i].db, 0, sizeof(float) * c->layers[i].wout));
+        layer *L = &c->layers[i];
+        CU(cudaMemset(L->dW, 0, sizeof(float) * L->win * L->wout));
+        CU(cudaMemset(L->db, 0, sizeof(float) * L->wout));
+        memset(L->hg, 0, sizeof(float) * (L->win + 1) * L->wout);
+        L->streamed = streamed;
+        c->st[i].host_params = streamed ? L->hp : NULL;
+        c->st[i].param_bytes = streamed ? sizeof(float) * (L->win + 1) * L->wout : 0;
+        c->st[i].host_grads = streamed ? L->hg : NULL;
     }
     r = ckpt_chain_create(&cd, &ch);
     CHECK(r == CKPT_OK, "chain_create: %s", ckpt_result_string(r));
@@ -417,8 +447,8 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, std::vector<floa
 
 static void executor(const ckpt_backend *be) {
     const ckpt_policy policies[] = {CKPT_POLICY_OPTIMAL, CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K,
-                                    CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY};
-    int ci, cases = 0, plans = 0, infeasible = 0;
+                                    CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY, CKPT_POLICY_OFFLOAD};
+    int ci, cases = 0, plans = 0, infeasible = 0, offloaded = 0, streamed;
     gpu_stats bs;
     g_be = be;
     for (ci = 0; ci < 40; ci++) {
@@ -429,9 +459,10 @@ static void executor(const ckpt_backend *be) {
         ckpt_chain_stats ref_stats, stats;
         int bi, pi;
         make_case(&c);
+        for (streamed = 0; streamed < 2; streamed++) {   /* weights kept by the layers, then streamed */
         memset(&pd, 0, sizeof pd);
         pd.policy = CKPT_POLICY_STORE_ALL;
-        if (run(&c, &pd, &ref, &ref_info, &ref_stats, be) != CKPT_OK) { free_case(&c); continue; }
+        if (run(&c, &pd, &ref, &ref_info, &ref_stats, be, streamed) != CKPT_OK) continue;
         cases++;
         for (bi = 0; bi < 4; bi++) {
             uint64_t lo = ref_info.store_all_peak / 3, budget = lo + rnd() % (ref_info.store_all_peak - lo + 1);
@@ -441,7 +472,8 @@ static void executor(const ckpt_backend *be) {
                 pd.policy = policies[pi];
                 pd.budget = budget;
                 pd.k = pi == 3 ? rnd_int(1, c.n) : 0;
-                r = run(&c, &pd, &got, &info, &stats, be);
+                pd.bandwidth = (double)(64u << rnd_int(0, 8));   /* bytes per unit of the stage times */
+                r = run(&c, &pd, &got, &info, &stats, be, streamed);
                 if (r == CKPT_ERR_INFEASIBLE) { infeasible++; continue; }
                 CHECK(r == CKPT_OK, "plan %s: %s", ckpt_policy_name(pd.policy), ckpt_result_string(r));
                 if (r != CKPT_OK) continue;
@@ -451,13 +483,17 @@ static void executor(const ckpt_backend *be) {
                       (unsigned long long)budget);
                 CHECK(stats.measured_peak == info.peak && info.peak <= budget, "measured peak %llu, planned %llu, budget %llu",
                       (unsigned long long)stats.measured_peak, (unsigned long long)info.peak, (unsigned long long)budget);
+                offloaded += info.n_offloaded > 0;
             }
+        }
         }
         free_case(&c);
     }
     GPU(get_stats)(be, &bs);
     CHECK(bs.live_bytes == 0, "the chains left %llu bytes allocated", (unsigned long long)bs.live_bytes);
-    printf("executor on the device: %d chains, %d plans run, %d infeasible budgets\n", cases, plans, infeasible);
+    printf("executor on the device: %d chain runs (weights kept, then streamed), %d plans run (%d offloading), "
+           "%d infeasible budgets\n", cases, plans, offloaded, infeasible);
+    CHECK(offloaded > 0, "no offload plan offloaded anything");
 }
 
 int main(void) {
