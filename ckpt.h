@@ -1409,9 +1409,9 @@ done:
     return res;
 }
 
-CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops,
-                                            int n_ops, double *time, uint64_t *peak, int *bad_op) {
-    _ckpt_analysis an;
+/* The public simulators: validate, replay (link NULL: untimed), report. */
+static ckpt_result _ckpt_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops, int n_ops, const _ckpt_link *link,
+                                  _ckpt_analysis *an, int *bad_op) {
     const char *why;
     int bad;
     ckpt_result r = _ckpt_check_costs(costs, n, NULL);
@@ -1419,8 +1419,15 @@ CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const
     if (r != CKPT_OK) return r;
     if (!ops && n_ops > 0) return CKPT_ERR_NULL_ARGUMENT;
     if (n_ops < 0) return CKPT_ERR_BAD_INDEX;
-    r = _ckpt_analyze(costs, n, ops, n_ops, NULL, NULL, 0, &an, &bad, &why);
+    r = _ckpt_analyze(costs, n, ops, n_ops, link, NULL, 0, an, &bad, &why);
     if (bad_op) *bad_op = bad;
+    return r;
+}
+
+CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops,
+                                            int n_ops, double *time, uint64_t *peak, int *bad_op) {
+    _ckpt_analysis an;
+    ckpt_result r = _ckpt_simulate(costs, n, ops, n_ops, NULL, &an, bad_op);
     if (r != CKPT_OK) return r;
     if (time) *time = an.time;
     if (peak) *peak = an.peak;
@@ -1432,19 +1439,13 @@ CKPT_API ckpt_result ckpt_schedule_simulate_offload(const ckpt_cost *costs, int 
                                                     int *bad_op) {
     _ckpt_analysis an;
     _ckpt_link link;
-    const char *why;
-    int bad;
-    ckpt_result r = _ckpt_check_costs(costs, n, NULL);
+    ckpt_result r;
     if (bad_op) *bad_op = -1;
-    if (r != CKPT_OK) return r;
-    if (!ops && n_ops > 0) return CKPT_ERR_NULL_ARGUMENT;
-    if (n_ops < 0) return CKPT_ERR_BAD_INDEX;
     if (!(bandwidth_d2h > 0 && bandwidth_d2h < DBL_MAX) || !(bandwidth_h2d >= 0 && bandwidth_h2d < DBL_MAX))
         return CKPT_ERR_BAD_ARGUMENT;
     link.d2h = bandwidth_d2h;
     link.h2d = bandwidth_h2d > 0 ? bandwidth_h2d : bandwidth_d2h;
-    r = _ckpt_analyze(costs, n, ops, n_ops, &link, NULL, 0, &an, &bad, &why);
-    if (bad_op) *bad_op = bad;
+    r = _ckpt_simulate(costs, n, ops, n_ops, &link, &an, bad_op);
     if (r != CKPT_OK) return r;
     if (out) {
         out->time = an.time; out->compute_time = an.compute_time;
