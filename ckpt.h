@@ -115,7 +115,9 @@
            same buffer; the old device copy, if not yet released, is released at the op before.
            (The host copy stops counting at P itself when nothing reads the buffer after it.)
    Between O(i) and its P(i), nothing may rewrite or consume the buffer: no F(i) (for X[i]; for
-   T[i] no F(i, tape)), no B(i+1) (X[i]) or B(i) (T[i]). Every O has its P.
+   T[i] no F(i, tape)), no B(i+1) (X[i]) or B(i) (T[i]). Every O has its P. An O of a buffer that
+   a P brought back copies only once that P's copy is done; when nothing reads what a P brings
+   back, the compute op after it waits for that copy.
    Time: compute runs the F and B ops in schedule order. Each direction of the link is a channel
    that runs one copy at a time, in schedule order, at its bandwidth (bytes per unit of the stage
    times). O's copy starts when compute has finished the ops before it and the device-to-host
@@ -146,7 +148,8 @@
    only for that load. A slot that already holds the stage is reused, so F(i) followed by B(i)
    loads once. After a B op the gradient slot goes to pinned staging on the device-to-host
    stream and is added into host_grads (on the host, in order) before its staging buffer is
-   needed again, and at the latest when ckpt_backward returns. Each sweep (forward, backward)
+   needed again, and at the latest when ckpt_backward returns (after a failed backward,
+   host_grads holds the stages already back-propagated: zero it before retrying). Each sweep (forward, backward)
    starts with empty slots: the host parameters may have changed since the last one.
    ckpt_chain_desc.microbatches = k gives the chain k lanes: ckpt_forward_microbatches and
    ckpt_backward_microbatches run every op for microbatches 0..k-1 before the next op, each in
@@ -1107,7 +1110,8 @@ typedef struct _ckpt_instr {
     int wait_p, wait_p2;    /* F, B: P ops whose copies this op's inputs wait for; -1: none */
     int wait_o;             /* F, B: first of the O ops (chained by o_next) whose device buffer was
                                released just before this op: it waits for their copies; -1: none */
-    int src_op;             /* P: its O op */
+    int src_op;             /* P: its O op; O: the P that brought the buffer back, or -1 */
+    int unread;             /* P: nothing reads what it brings back (compute waits for it) */
 } _ckpt_instr;
 
 typedef struct _ckpt_analysis {
@@ -1196,7 +1200,8 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
         _ckpt_instr *in = &an->instr[k];
         if (op->kind == CKPT_OP_O) {
             double start = clock > d2h_free ? clock : d2h_free;
-            copy_end[k] = link ? start + (double)an->hbufs[in->out].bytes / link->d2h : clock;
+            if (in->src_op >= 0 && copy_end[in->src_op] > start) start = copy_end[in->src_op];
+            copy_end[k] = link ? start + (double)an->hbufs[in->out].bytes / link->d2h : start;
             d2h_free = copy_end[k];
             pending[np++] = in->in;
         } else if (op->kind == CKPT_OP_P) {
@@ -1213,6 +1218,7 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
             if (copy_end[o] > start) start = copy_end[o];
             copy_end[k] = link ? start + (double)an->hbufs[in->in].bytes / link->h2d : start;
             h2d_free = copy_end[k];
+            if (in->unread && copy_end[k] > must_wait) must_wait = copy_end[k];
         } else {
             double s = clock > must_wait ? clock : must_wait, dur;
             if (in->wait_p >= 0 && copy_end[in->wait_p] > s) s = copy_end[in->wait_p];
@@ -1340,6 +1346,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
                 if (cur[i] < 0) _CKPT_BAD("O copies a buffer that is not live");
                 if (cur_h[i] >= 0 || w.o_op[cur[i]] >= 0) _CKPT_BAD("O twice before a P");
                 in->in = cur[i];
+                in->src_op = w.p_op[in->in];    /* a prefetched buffer: the copy out waits for it */
                 w.o_op[in->in] = k;
                 in->out = cur_h[i] = an->n_hbufs;
                 an->hbufs[an->n_hbufs].bytes = op->tape ? c[i - 1].t : c[i - 1].a;
@@ -1366,6 +1373,8 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     k = n_ops;
     if (!fn_done) _CKPT_BAD("the schedule never runs F(n)");
     if (next_b != 0) _CKPT_BAD("the schedule does not run every B down to B(1)");
+    for (k = 0; k < n_ops; k++)
+        if (ops[k].kind == CKPT_OP_P && w.last_read[an->instr[k].out] < 0) an->instr[k].unread = 1;
     for (k = 1; k <= n; k++)
         if (w.cur_hx[k] >= 0 || w.cur_ht[k] >= 0) {
             k = an->hbufs[w.cur_hx[k] >= 0 ? w.cur_hx[k] : w.cur_ht[k]].start;
@@ -3037,21 +3046,23 @@ static ckpt_result _ckpt_check_chain_desc(const ckpt_chain_desc *d, const ckpt_l
     return CKPT_OK;
 }
 
-static void _ckpt_free_events(ckpt_chain *ch, void **ev, int n) {
-    int k;
+static void _ckpt_free_events(ckpt_chain *ch, void **ev, size_t n) {
+    size_t k;
     if (!ev) return;
     for (k = 0; k < n; k++) if (ev[k]) ch->be.event_destroy(ch->be.state, ev[k]);
     _ckpt_free(&ch->al, ev);
 }
 
 static void _ckpt_chain_drop_plan(ckpt_chain *ch) {
+    /* a forward leaves copies in flight (its offloads, prefetches for the backward) */
+    if ((ch->pool || ch->streaming) && ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);
     if (ch->arena) ch->be.free(ch->be.state, ch->arena);
     ch->arena = NULL; ch->arena_bytes = 0;
     if (ch->pool) ch->be.free_pinned(ch->be.state, ch->pool);
     ch->pool = NULL;
     if (ch->plan) {
-        _ckpt_free_events(ch, ch->ev_done, ch->plan->info.n_ops * ch->lanes);
-        _ckpt_free_events(ch, ch->ev_pos, ch->plan->info.n_ops * ch->lanes);
+        _ckpt_free_events(ch, ch->ev_done, (size_t)ch->plan->info.n_ops * ch->lanes);
+        _ckpt_free_events(ch, ch->ev_pos, (size_t)ch->plan->info.n_ops * ch->lanes);
     }
     ch->ev_done = ch->ev_pos = NULL;
     ckpt_plan_destroy(ch->plan);
@@ -3223,11 +3234,15 @@ static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_plan *plan, _c
     *ev_done = (void **)_ckpt_calloc(&ch->al, (size_t)n_ops * (size_t)ch->lanes + 1, sizeof(void *));
     *ev_pos = (void **)_ckpt_calloc(&ch->al, (size_t)n_ops * (size_t)ch->lanes + 1, sizeof(void *));
     if (!*ev_done || !*ev_pos) return CKPT_ERR_OUT_OF_HOST_MEMORY;
-    for (k = 0; k < n_ops * ch->lanes; k++) {
-        if (plan->ops[k / ch->lanes].kind != CKPT_OP_O && plan->ops[k / ch->lanes].kind != CKPT_OP_P) continue;
-        if ((r = be->event_create(be->state, &(*ev_done)[k])) != CKPT_OK ||
-            (r = be->event_create(be->state, &(*ev_pos)[k])) != CKPT_OK)
-            return _CKPT_ERR(&ch->lg, r, "the backend could not create the offload events");
+    for (k = 0; k < n_ops; k++) {
+        int m;
+        if (plan->ops[k].kind != CKPT_OP_O && plan->ops[k].kind != CKPT_OP_P) continue;
+        for (m = 0; m < ch->lanes; m++) {
+            size_t e = (size_t)k * ch->lanes + m;
+            if ((r = be->event_create(be->state, &(*ev_done)[e])) != CKPT_OK ||
+                (r = be->event_create(be->state, &(*ev_pos)[e])) != CKPT_OK)
+                return _CKPT_ERR(&ch->lg, r, "the backend could not create the offload events");
+        }
     }
     return CKPT_OK;
 }
@@ -3270,8 +3285,8 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
     if (r != CKPT_OK) {
         if (arena) ch->be.free(ch->be.state, arena);
         if (pool) ch->be.free_pinned(ch->be.state, pool);
-        _ckpt_free_events(ch, ev_done, plan->info.n_ops * ch->lanes);
-        _ckpt_free_events(ch, ev_pos, plan->info.n_ops * ch->lanes);
+        _ckpt_free_events(ch, ev_done, (size_t)plan->info.n_ops * ch->lanes);
+        _ckpt_free_events(ch, ev_pos, (size_t)plan->info.n_ops * ch->lanes);
         _ckpt_analysis_free(&ch->al, &an);
         _ckpt_free(&ch->al, op_alloc); _ckpt_free(&ch->al, op_free);
         ckpt_plan_destroy(plan);
@@ -3473,7 +3488,8 @@ static ckpt_result _ckpt_run_copy_op(ckpt_chain *ch, int k, int lane) {
     const ckpt_op *op = &ch->plan->ops[k];
     const _ckpt_instr *in = &ch->an.instr[k];
     const ckpt_backend *be = &ch->be;
-    int is_o = op->kind == CKPT_OP_O, e = k * ch->lanes + lane;
+    int is_o = op->kind == CKPT_OP_O;
+    size_t e = (size_t)k * ch->lanes + lane;
     ckpt_copy_kind dir = is_o ? CKPT_COPY_DEVICE_TO_HOST : CKPT_COPY_HOST_TO_DEVICE;
     const _ckpt_buf *hb = &ch->an.hbufs[is_o ? in->out : in->in];
     char *host = (char *)ch->pool + (size_t)lane * ch->pool_lane_bytes + hb->offset;
@@ -3483,11 +3499,13 @@ static ckpt_result _ckpt_run_copy_op(ckpt_chain *ch, int k, int lane) {
     if (stream) {
         r = be->event_record(be->state, ch->ev_pos[e], NULL);
         if (r == CKPT_OK) r = be->stream_wait_event(be->state, stream, ch->ev_pos[e]);
-        if (r == CKPT_OK && !is_o) r = be->stream_wait_event(be->state, stream, ch->ev_done[in->src_op * ch->lanes + lane]);
+        if (r == CKPT_OK && in->src_op >= 0)    /* P: its O's data; O: the P that brought it back */
+            r = be->stream_wait_event(be->state, stream, ch->ev_done[(size_t)in->src_op * ch->lanes + lane]);
     }
     if (r == CKPT_OK && hb->bytes)
         r = be->copy_async(be->state, is_o ? (void *)host : dev, is_o ? dev : (const void *)host, (size_t)hb->bytes, dir, stream);
     if (r == CKPT_OK && stream) r = be->event_record(be->state, ch->ev_done[e], stream);
+    if (r == CKPT_OK && stream && in->unread) r = be->stream_wait_event(be->state, NULL, ch->ev_done[e]);
     if (r != CKPT_OK)
         return _CKPT_ERR(&ch->lg, r, "op %d: the %s of %s[%d] (%llu bytes) failed", k, is_o ? "offload" : "prefetch",
                          op->tape ? "T" : "X", op->stage, (unsigned long long)hb->bytes);
@@ -3501,12 +3519,13 @@ static ckpt_result _ckpt_wait_copies(ckpt_chain *ch, int k, int lane) {
     const _ckpt_instr *in = &ch->an.instr[k];
     const ckpt_backend *be = &ch->be;
     ckpt_result r = CKPT_OK;
-    int o, L = ch->lanes;
+    size_t L = (size_t)ch->lanes;
+    int o;
     if (!ch->ev_done) return CKPT_OK;
-    if (in->wait_p >= 0) r = be->stream_wait_event(be->state, NULL, ch->ev_done[in->wait_p * L + lane]);
-    if (r == CKPT_OK && in->wait_p2 >= 0) r = be->stream_wait_event(be->state, NULL, ch->ev_done[in->wait_p2 * L + lane]);
+    if (in->wait_p >= 0) r = be->stream_wait_event(be->state, NULL, ch->ev_done[(size_t)in->wait_p * L + lane]);
+    if (r == CKPT_OK && in->wait_p2 >= 0) r = be->stream_wait_event(be->state, NULL, ch->ev_done[(size_t)in->wait_p2 * L + lane]);
     for (o = in->wait_o; o >= 0 && r == CKPT_OK; o = ch->an.o_next[o])
-        r = be->stream_wait_event(be->state, NULL, ch->ev_done[o * L + lane]);
+        r = be->stream_wait_event(be->state, NULL, ch->ev_done[(size_t)o * L + lane]);
     return r == CKPT_OK ? r : _CKPT_ERR(&ch->lg, r, "op %d: waiting for a copy failed", k);
 }
 
@@ -3690,7 +3709,7 @@ static void _ckpt_sweep_begin(ckpt_chain *ch) {
 static void _ckpt_abandon_step(ckpt_chain *ch) {
     int m;
     if ((ch->pool || ch->streaming) && ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);   /* copies in flight */
-    if (ch->streaming) { (void)_ckpt_grad_drain(ch, 0); (void)_ckpt_grad_drain(ch, 1); }
+    if (ch->streaming) { (void)_ckpt_grad_drain(ch, ch->next_g); (void)_ckpt_grad_drain(ch, ch->next_g ^ 1); }
     ch->state = _CKPT_IDLE;
     ch->rng_next = ch->rng_step_start;   /* a failed step consumes no random numbers */
     for (m = 0; m < ch->lanes; m++) ch->inputs[m] = NULL;
@@ -3739,7 +3758,8 @@ CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *ch, const void *cons
         _ckpt_abandon_step(ch);
         return _CKPT_ERR(&ch->lg, r, "ckpt_backward: the backend failed to synchronize");
     }
-    if (ch->streaming && ((r = _ckpt_grad_drain(ch, 0)) != CKPT_OK || (r = _ckpt_grad_drain(ch, 1)) != CKPT_OK)) {
+    if (ch->streaming && ((r = _ckpt_grad_drain(ch, ch->next_g)) != CKPT_OK ||   /* the older first */
+                          (r = _ckpt_grad_drain(ch, ch->next_g ^ 1)) != CKPT_OK)) {
         _ckpt_abandon_step(ch);
         return r;
     }
@@ -3766,6 +3786,8 @@ CKPT_API ckpt_result ckpt_backward(ckpt_chain *ch, const void *grad_output, void
 CKPT_API void ckpt_chain_reset_step(ckpt_chain *ch) {
     int m;
     if (ch && ch->state == _CKPT_FORWARD_DONE) {
+        /* the forward's copies must not land in the next step's buffers */
+        if ((ch->pool || ch->streaming) && ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);
         ch->state = _CKPT_IDLE;
         for (m = 0; m < ch->lanes; m++) ch->inputs[m] = NULL;
     }

@@ -104,9 +104,22 @@ CKPT_API double ckpt_cpu_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Events: recorded counts records, completed the records that have happened; a record on the
-   caller's (compute) stream happens at once, one on a copy stream when its worker reaches it. */
-typedef struct _ckpt_cpu_event { uint64_t recorded, completed; double t; } _ckpt_cpu_event;
+/* Events, as in CUDA: a wait refers to the event's last record at the time of the wait, and is
+   released when that record has happened, whatever records come later. recorded numbers the
+   records; pend lists those queued on a copy stream and not yet reached (a record on the
+   caller's compute stream happens at once). */
+typedef struct _ckpt_cpu_event {
+    uint64_t recorded;
+    uint64_t *pend;
+    int n_pend, cap_pend;
+    double t;
+} _ckpt_cpu_event;
+
+static int _ckpt_cpu_pending(const _ckpt_cpu_event *ev, uint64_t gen) {
+    int i;
+    for (i = 0; i < ev->n_pend; i++) if (ev->pend[i] == gen) return 1;
+    return 0;
+}
 
 enum { _CKPT_CPU_COPY = 0, _CKPT_CPU_RECORD = 1, _CKPT_CPU_WAIT = 2 };
 typedef struct _ckpt_cpu_item {
@@ -188,10 +201,13 @@ static ckpt_result _ckpt_cpu_alloc_any(void *state, size_t bytes, void **out, in
 static ckpt_result _ckpt_cpu_alloc(void *state, size_t bytes, void **out) { return _ckpt_cpu_alloc_any(state, bytes, out, 0); }
 static ckpt_result _ckpt_cpu_alloc_pinned(void *state, size_t bytes, void **out) { return _ckpt_cpu_alloc_any(state, bytes, out, 1); }
 
+static ckpt_result _ckpt_cpu_sync(void *state, void *stream);
+
 static void _ckpt_cpu_free(void *state, void *ptr) {
     _ckpt_cpu_state *s = (_ckpt_cpu_state *)state;
     _ckpt_cpu_hdr h;
     if (!ptr) return;
+    if (s->engine) (void)_ckpt_cpu_sync(state, NULL);   /* like cudaFree: no queued copy may still use it */
     h = ((_ckpt_cpu_hdr *)ptr)[-1];
     s->stats.frees++;
     s->stats.live_allocations--;
@@ -248,9 +264,11 @@ static int _ckpt_cpu_worker(void *arg) {
         _ckpt_cpu_item it;
         if (q->count == 0) { cnd_wait(&s->cv, &s->mu); continue; }
         it = q->items[q->head];
-        if (it.kind == _CKPT_CPU_WAIT && it.ev->completed < it.gen) { cnd_wait(&s->cv, &s->mu); continue; }
+        if (it.kind == _CKPT_CPU_WAIT && _ckpt_cpu_pending(it.ev, it.gen)) { cnd_wait(&s->cv, &s->mu); continue; }
         if (it.kind == _CKPT_CPU_RECORD) {
-            if (it.ev->completed < it.gen) it.ev->completed = it.gen;
+            int i;
+            for (i = 0; i < it.ev->n_pend; i++)
+                if (it.ev->pend[i] == it.gen) { it.ev->pend[i] = it.ev->pend[--it.ev->n_pend]; break; }
             it.ev->t = ckpt_cpu_now_ms();
         } else if (it.kind == _CKPT_CPU_COPY) {
             mtx_unlock(&s->mu);
@@ -391,8 +409,13 @@ static ckpt_result _ckpt_cpu_event_create(void *state, void **out) {
     *out = _ckpt_calloc(&s->al, 1, sizeof(_ckpt_cpu_event));
     return *out ? CKPT_OK : _CKPT_ERR(&s->lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "cpu backend: no memory for an event");
 }
-static void _ckpt_cpu_event_destroy(void *state, void *ev) {
-    if (ev) _ckpt_free(&((_ckpt_cpu_state *)state)->al, ev);
+static void _ckpt_cpu_event_destroy(void *state, void *event) {
+    _ckpt_cpu_state *s = (_ckpt_cpu_state *)state;
+    _ckpt_cpu_event *ev = (_ckpt_cpu_event *)event;
+    if (!ev) return;
+    if (s->engine) (void)_ckpt_cpu_sync(state, NULL);   /* queued records and waits still point at it */
+    _ckpt_free(&s->al, ev->pend);
+    _ckpt_free(&s->al, ev);
 }
 static ckpt_result _ckpt_cpu_event_record(void *state, void *event, void *stream) {
     _ckpt_cpu_state *s = (_ckpt_cpu_state *)state;
@@ -404,17 +427,25 @@ static ckpt_result _ckpt_cpu_event_record(void *state, void *event, void *stream
 #if _CKPT_CPU_THREADS
     if (_ckpt_cpu_queue_of(s, stream)) {
         _ckpt_cpu_item it;
+        if (ev->n_pend == ev->cap_pend) {
+            int cap = ev->cap_pend ? 2 * ev->cap_pend : 4;
+            uint64_t *p = (uint64_t *)_ckpt_malloc(&s->al, (size_t)cap * sizeof *p);
+            if (!p) { ev->recorded--; _ckpt_cpu_unlock(s); return CKPT_ERR_OUT_OF_HOST_MEMORY; }
+            if (ev->n_pend) memcpy(p, ev->pend, (size_t)ev->n_pend * sizeof *p);
+            _ckpt_free(&s->al, ev->pend);
+            ev->pend = p; ev->cap_pend = cap;
+        }
         memset(&it, 0, sizeof it);
         it.kind = _CKPT_CPU_RECORD; it.ev = ev; it.gen = ev->recorded;
         r = _ckpt_cpu_push(_ckpt_cpu_queue_of(s, stream), &it);
-        if (r != CKPT_OK) ev->recorded--;
+        if (r == CKPT_OK) ev->pend[ev->n_pend++] = ev->recorded;
+        else ev->recorded--;
         _ckpt_cpu_unlock(s);
         return r;
     }
 #else
     _CKPT_UNUSED(stream);
 #endif
-    ev->completed = ev->recorded;
     ev->t = ckpt_cpu_now_ms();
     _ckpt_cpu_unlock(s);
     return r;
@@ -436,7 +467,7 @@ static ckpt_result _ckpt_cpu_event_wait(void *state, void *stream, void *event) 
             r = _ckpt_cpu_push(q, &it);
         } else {
             uint64_t gen = ev->recorded;
-            while (ev->completed < gen) cnd_wait(&s->cv, &s->mu);
+            while (_ckpt_cpu_pending(ev, gen)) cnd_wait(&s->cv, &s->mu);
         }
         mtx_unlock(&s->mu);
     }
@@ -452,7 +483,7 @@ static ckpt_result _ckpt_cpu_event_elapsed(void *state, void *a, void *b, float 
     ckpt_result r = CKPT_OK;
     if (!x || !y || !ms) return CKPT_ERR_NULL_ARGUMENT;
     _ckpt_cpu_lock(s);
-    if (!x->recorded || !y->recorded || x->completed < x->recorded || y->completed < y->recorded)
+    if (!x->recorded || !y->recorded || _ckpt_cpu_pending(x, x->recorded) || _ckpt_cpu_pending(y, y->recorded))
         r = CKPT_ERR_BACKEND;
     else
         *ms = (float)(y->t - x->t);
@@ -528,7 +559,7 @@ CKPT_API void ckpt_cpu_backend_destroy(ckpt_backend *backend) {
     if (!s) return;
     al = s->al;
 #if _CKPT_CPU_THREADS
-    if (s->engine) _ckpt_cpu_engine_stop(s);
+    if (s->engine) { (void)_ckpt_cpu_sync(s, NULL); _ckpt_cpu_engine_stop(s); }   /* queued copies finish first */
 #endif
     s->magic = 0;
     _ckpt_free(&al, s);

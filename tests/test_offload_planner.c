@@ -132,8 +132,9 @@ static int parse_ops(const char *s, ckpt_op *ops, int cap) {
      if no such c exists, it counts through the op before its P, and the first compute op after
      that P waits for the O copy.
    Host bytes of a pair count from its O through the first read of the version its P brings
-   back. The manual does not say what happens when that copy is never read (a P hoisted above a
-   rewrite of the buffer); here the host copy then ends with the device copy, at the P itself.
+   back; when that copy is never read (a P hoisted above a rewrite of the buffer) the host copy
+   ends with the device copy, at the P itself, and the next compute op waits for the P's copy.
+   An O of a version that a P brought back starts no earlier than that P's copy ends.
 
    Timing: compute ops run back to back in schedule order; O and P each use their own channel,
    one copy at a time in schedule order. O starts at max(end of the compute before it, d2h
@@ -359,6 +360,8 @@ static int osim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, double
             j = op_pair[k];
             if (op->kind == CKPT_OP_O) {
                 double s = cend > d2h_free ? cend : d2h_free;
+                int from = V[PR[j].oldv].from;      /* a version a P brought back: after that copy */
+                if (from >= 0 && PR[from].p_end > s) s = PR[from].p_end;
                 PR[j].o_end = s + (double)PR[j].bytes / bw_d2h;
                 d2h_free = PR[j].o_end;
                 if (d2h_free > r->time) r->time = d2h_free;
@@ -372,6 +375,7 @@ static int osim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, double
                 }
                 PR[j].p_end = s + (double)PR[j].bytes / bw_h2d;
                 h2d_free = PR[j].p_end;
+                if (V[PR[j].newv].first_read < 0 && PR[j].p_end > pending) pending = PR[j].p_end;  /* unread */
                 if (h2d_free > r->time) r->time = h2d_free;
             }
         }
