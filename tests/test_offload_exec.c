@@ -5,7 +5,11 @@
      within 10% of the predicted makespan, and copy intervals overlap compute intervals;
    - the pinned pool stays within the host budget;
    - an injected copy failure fails the step with CKPT_ERR_BACKEND, and the next step runs and
-     gives the same gradients; a failed pinned allocation keeps the old plan; nothing leaks. */
+     gives the same gradients; a failed pinned allocation keeps the old plan; nothing leaks;
+   - hazards a review found, each a regression test: a forward abandoned with ckpt_chain_reset_step
+     while its copies are in flight; hand schedules that offload a buffer a prefetch brought back,
+     and that prefetch a buffer nothing reads (slow copies, compared with the synchronous
+     backend). */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 #include "../backends/ckpt_cpu.h"
@@ -64,6 +68,50 @@ static ckpt_result bwd(const ckpt_bwd_args *a) {
 
 static ckpt_stage_desc st[N];
 static float x0[W], gy[W], gx[W];
+
+/* One step of the three-stage chain st[0..2] under a hand schedule; gradients into g. */
+static ckpt_result hand_step(ckpt_backend *be, const ckpt_op *ops, int n_ops, float *g) {
+    ckpt_chain_desc cd;
+    ckpt_chain *ch = NULL;
+    const void *out;
+    ckpt_result r;
+    memset(&cd, 0, sizeof cd);
+    cd.stages = st; cd.n_stages = 3; cd.input_bytes = sizeof x0; cd.backend = be;
+    if ((r = ckpt_chain_create(&cd, &ch)) != CKPT_OK) return r;
+    memset(dw, 0, sizeof dw);
+    r = ckpt_chain_set_schedule(ch, ops, n_ops, NULL);
+    if (r == CKPT_OK) r = ckpt_forward(ch, x0, &out);
+    if (r == CKPT_OK) r = ckpt_backward(ch, gy, gx);
+    memcpy(g, gx, sizeof gx);
+    memcpy(g + W, dw, 3 * sizeof(float));
+    ckpt_chain_destroy(ch);
+    return r;
+}
+
+static void hazards(ckpt_backend *slow) {
+    /* O of X1 right after P of X1 brought it back; P of X2 that F2+ rewrites unread */
+    static const ckpt_op o_after_p[] = {{CKPT_OP_F, 1, 1}, {CKPT_OP_O, 1, 1}, {CKPT_OP_O, 1, 0}, {CKPT_OP_F, 2, 0},
+                                        {CKPT_OP_P, 1, 1}, {CKPT_OP_P, 1, 0}, {CKPT_OP_O, 1, 0}, {CKPT_OP_F, 2, 1},
+                                        {CKPT_OP_F, 3, 1}, {CKPT_OP_P, 1, 0}, {CKPT_OP_B, 3, 0}, {CKPT_OP_B, 2, 0},
+                                        {CKPT_OP_B, 1, 0}};
+    static const ckpt_op p_unread[] = {{CKPT_OP_F, 1, 1}, {CKPT_OP_F, 2, 0}, {CKPT_OP_O, 1, 1}, {CKPT_OP_O, 2, 0},
+                                       {CKPT_OP_P, 1, 1}, {CKPT_OP_P, 2, 0}, {CKPT_OP_F, 2, 1}, {CKPT_OP_F, 3, 1},
+                                       {CKPT_OP_B, 3, 0}, {CKPT_OP_B, 2, 0}, {CKPT_OP_B, 1, 0}};
+    static float ref[W + N], got[W + N];
+    ckpt_backend plain;
+    int c;
+    ckpt_cpu_backend_create(NULL, &plain);
+    for (c = 0; c < 2; c++) {
+        const ckpt_op *ops = c ? p_unread : o_after_p;
+        int n_ops = c ? (int)(sizeof p_unread / sizeof p_unread[0]) : (int)(sizeof o_after_p / sizeof o_after_p[0]);
+        ckpt_result r1 = hand_step(&plain, ops, n_ops, ref), r2 = hand_step(slow, ops, n_ops, got);
+        CHECK(r1 == CKPT_OK && r2 == CKPT_OK, "%s: %s / %s", c ? "P nothing reads" : "O after P", ckpt_result_string(r1),
+              ckpt_result_string(r2));
+        CHECK(memcmp(ref, got, (W + 3) * sizeof(float)) == 0, "%s: the copy engine's gradients differ from the synchronous "
+              "backend's", c ? "P nothing reads" : "O after P");
+    }
+    ckpt_cpu_backend_destroy(&plain);
+}
 
 /* One step; returns its wall time in ms, or a negative value on failure (*r gets the result). */
 static double step(ckpt_chain *ch, ckpt_result *r) {
@@ -174,6 +222,19 @@ int main(void) {
         }
         CHECK(failed > 0, "no injected failure was seen");
     }
+
+    /* a forward abandoned with its copies in flight must not disturb the next step */
+    {
+        static float other[W];
+        const void *out;
+        for (i = 0; i < W; i++) other[i] = -3.0f * x0[i] + 1.0f;
+        CHECK(ckpt_forward(ch, other, &out) == CKPT_OK, "forward to abandon");
+        ckpt_chain_reset_step(ch);
+        step(ch, &r);
+        CHECK(r == CKPT_OK && memcmp(gx, ref_gx, sizeof gx) == 0 && memcmp(dw, ref_dw, sizeof dw) == 0,
+              "the step after an abandoned forward: %s, or gradients differ", ckpt_result_string(r));
+    }
+    hazards(&be);
 
     /* a failed pinned allocation: the new plan is refused, the old one still runs */
     {
