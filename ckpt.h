@@ -173,11 +173,23 @@
      synchronize     (stream NULL) at the end of every ckpt_backward, so that gradients are
                      complete when it returns; an error there fails the step.
      range_push/pop  around every scheduled operation, when set, with a label such as "F3+ attn"
-                     (forward of stage 3 keeping its tape), "F3 attn" (tape not kept) or "B3 attn".
-   The remaining entries (pinned memory, copies, memset, mem_info, checksum, copy streams,
-   events) are for offload and recompute checks and for users' own code; the core does not call
-   them yet. backends/ckpt_cuda.h and backends/ckpt_hip.h implement every entry on the GPU. The
-   backend must outlive every chain that uses it; the chain copies the struct, not the state.
+                     (forward of stage 3 keeping its tape), "F3 attn" (tape not kept), "B3 attn",
+                     "O X3" or "P T3" (offload or prefetch of boundary 3 or tape 3).
+     alloc_pinned, free_pinned
+                     once per plan that offloads, for the pinned pool (ckpt_chain_stats.pool_bytes),
+                     and at ckpt_chain_create for the gradient staging of parameter streaming.
+     copy_async      for every O and P op, every parameter load and gradient copy; on
+                     copy_stream(kind) when the backend has copy streams and events, else on the
+                     compute stream (NULL) in order.
+     copy_stream, event_create/destroy/record, stream_wait_event, event_synchronize
+                     to order those copies against compute (see OFFLOAD and PARAMETER STREAMING);
+                     all of them, or copies run on the compute stream.
+     memset_async    to clear a gradient slot before a streamed stage's backward.
+     synchronize     also when a forward is abandoned (ckpt_chain_reset_step, an error) or a plan
+                     is replaced while copies may be in flight.
+   mem_info and checksum are for users' own code. backends/ckpt_cuda.h and backends/ckpt_hip.h
+   implement every entry on the GPU. The backend must outlive every chain that uses it; the chain
+   copies the struct, not the state.
 */
 #ifndef CKPT_H_INCLUDED
 #define CKPT_H_INCLUDED
