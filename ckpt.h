@@ -2732,17 +2732,19 @@ static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, _c
     uint64_t best_p = UINT64_MAX, sa = info->store_all_peak, min_budget = UINT64_MAX;
     int j, best_n = 0;
     ckpt_result r = CKPT_OK;
-    for (j = 0; j <= grid && r == CKPT_OK; j++) {
-        uint64_t bj = j == 0 ? o->budget : o->budget + (uint64_t)((double)(sa - o->budget) * j / grid);
+    for (j = 0; j <= grid + 1 && r == CKPT_OK; j++) {
+        uint64_t bj = j == 0 ? o->budget : j > grid ? min_budget : o->budget + (uint64_t)((double)(sa - o->budget) * j / grid);
         double t;
         uint64_t pk, hp;
         int n_ops;
         ckpt_result rj;
-        if (j > 0 && (o->budget >= sa || bj <= o->budget)) break;
+        if (j > 0 && j <= grid && (o->budget >= sa || bj <= o->budget)) continue;
+        /* below optimal's smallest budget: its plan there, with offloads, may still fit */
+        if (j > grid && !(min_budget > o->budget && min_budget < sa)) continue;
         ci = *info;
-        if (j == 0) {   /* the recompute-only optimum itself */
+        if (j == 0 || j > grid) {   /* the recompute-only optimum itself (at the budget or its smallest) */
             rj = _ckpt_plan_policy(o->al, o->c, o->n, CKPT_POLICY_OPTIMAL, 0, max_units, bj, NULL, &cand, &ci);
-            min_budget = ci.min_budget;
+            if (j == 0) min_budget = ci.min_budget;
         } else {        /* starting points for offload: the persistent program in a coarse unit is enough */
             uint64_t mp, unit;
             if (o->n > CKPT_CUBIC_MAX_STAGES) break;
