@@ -1156,17 +1156,22 @@ static int _ckpt_new_buf(_ckpt_analysis *an, uint64_t bytes, int k) {
     return an->n_bufs++;
 }
 
-/* Peak of the live bytes over ops 0..n_ops-1 of buffers with [start, end] lifetimes. */
-static uint64_t _ckpt_peak_of(const _ckpt_buf *b, int nb, int n_ops, int64_t *delta, int *count, int *max_live) {
+static uint64_t _ckpt_align_up(uint64_t v) { return (v + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN; }
+
+/* Peak of the live bytes over ops 0..n_ops-1 of buffers with [start, end] lifetimes; with
+   `aligned`, every buffer rounded up to CKPT_ALIGN (what a layout needs at least). */
+static uint64_t _ckpt_peak_of(const _ckpt_buf *b, int nb, int n_ops, int aligned, int64_t *delta, int *count,
+                              int *max_live) {
     int64_t live = 0;
     uint64_t peak = 0;
     int k, i, nlive = 0;
     memset(delta, 0, ((size_t)n_ops + 2) * sizeof *delta);
     if (count) memset(count, 0, ((size_t)n_ops + 2) * sizeof *count);
     for (i = 0; i < nb; i++) {
-        if (b[i].bytes == 0) continue;
-        delta[b[i].start] += (int64_t)b[i].bytes;
-        delta[b[i].end + 1] -= (int64_t)b[i].bytes;
+        int64_t bytes = (int64_t)(aligned ? _ckpt_align_up(b[i].bytes) : b[i].bytes);
+        if (bytes == 0) continue;
+        delta[b[i].start] += bytes;
+        delta[b[i].end + 1] -= bytes;
         if (count) { count[b[i].start]++; count[b[i].end + 1]--; }
     }
     for (k = 0; k < n_ops; k++) {
@@ -1367,12 +1372,11 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
                 an->n_offloads++;
                 if (an->bufs[in->in].end < k) an->bufs[in->in].end = k;
             } else {
-                int old = cur[i], j;
+                int old = cur[i];
                 if (cur_h[i] < 0) _CKPT_BAD("P without an O before it");
                 if (old >= 0 && w.o_op[old] < 0) _CKPT_BAD("P while the buffer is live and not offloaded");
                 in->in = cur_h[i];
-                for (j = k - 1; j >= 0; j--)     /* the O this P undoes */
-                    if (ops[j].kind == CKPT_OP_O && ops[j].stage == i && ops[j].tape == op->tape) { in->src_op = j; break; }
+                in->src_op = an->hbufs[cur_h[i]].start;     /* the O this P undoes made the host copy */
                 cur_h[i] = -1;
                 in->out = cur[i] = _ckpt_new_buf(an, op->tape ? c[i - 1].t : c[i - 1].a, k);
                 w.p_op[in->out] = k;
@@ -1405,15 +1409,10 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
             }
     }
     _ckpt_an_timeline(c, ops, n_ops, link, an, &w, copy_end, pending);
-    an->peak = _ckpt_peak_of(an->bufs, an->n_bufs, n_ops, delta, count, &an->max_live_bufs);
-    an->host_peak = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, delta, NULL, NULL);
-    {   /* the pool is laid out in CKPT_ALIGN steps: the planner keeps that bound within the budget */
-        int h;
-        for (h = 0; h < an->n_hbufs; h++) an->hbufs[h].offset = an->hbufs[h].bytes;   /* offset: scratch here */
-        for (h = 0; h < an->n_hbufs; h++) an->hbufs[h].bytes = (an->hbufs[h].bytes + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
-        an->host_peak_aligned = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, delta, NULL, NULL);
-        for (h = 0; h < an->n_hbufs; h++) { an->hbufs[h].bytes = an->hbufs[h].offset; an->hbufs[h].offset = 0; }
-    }
+    an->peak = _ckpt_peak_of(an->bufs, an->n_bufs, n_ops, 0, delta, count, &an->max_live_bufs);
+    an->host_peak = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, 0, delta, NULL, NULL);
+    /* the pool is laid out in CKPT_ALIGN steps: the planner keeps that bound within the budget */
+    an->host_peak_aligned = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, 1, delta, NULL, NULL);
 done:
     _ckpt_free(al, w.cur_x); _ckpt_free(al, w.cur_t); _ckpt_free(al, w.cur_g);
     _ckpt_free(al, w.cur_hx); _ckpt_free(al, w.cur_ht);
@@ -2897,7 +2896,6 @@ CKPT_API const ckpt_op *ckpt_plan_ops(const ckpt_plan *plan, int *n_ops) {
    lower bound is the largest sum of (aligned) sizes live during one op; orders are tried (largest
    first, earliest first, longest-lived first, then seeded random perturbations of sizes) until
    one reaches the bound or the work allowance is spent, and the smallest arena is kept. */
-static uint64_t _ckpt_align_up(uint64_t v) { return (v + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN; }
 
 typedef struct _ckpt_order_key { uint64_t k1, k2; int idx; } _ckpt_order_key;
 static int _ckpt_key_cmp(const void *pa, const void *pb) {
@@ -2941,19 +2939,13 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
     uint64_t *offs = (uint64_t *)_ckpt_calloc(al, (size_t)n_bufs + 1, sizeof(uint64_t));
     uint64_t *iv = (uint64_t *)_ckpt_malloc(al, (size_t)(n_bufs + 1) * 2 * sizeof(uint64_t));
     int64_t *live = (int64_t *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int64_t));
-    uint64_t best = UINT64_MAX, bound = 0, rng = 0x2545F4914F6CDD1Dull;
-    int64_t acc = 0;
+    uint64_t best = UINT64_MAX, bound, rng = 0x2545F4914F6CDD1Dull;
     double work = 0;
     ckpt_result r = CKPT_OK;
     if (!order || !offs || !iv || !live) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
-    for (i = 0; i < n_bufs; i++) {
-        const _ckpt_buf *x = &bufs[i];
-        if (x->bytes == 0) continue;
-        live[x->start] += (int64_t)_ckpt_align_up(x->bytes);
-        live[x->end + 1] -= (int64_t)_ckpt_align_up(x->bytes);
-        order[nb++].idx = i;
-    }
-    for (i = 0; i <= n_ops; i++) { acc += live[i]; if ((uint64_t)acc > bound) bound = (uint64_t)acc; }
+    for (i = 0; i < n_bufs; i++)
+        if (bufs[i].bytes) order[nb++].idx = i;
+    bound = _ckpt_peak_of(bufs, n_bufs, n_ops, 1, live, NULL, NULL);
     for (pass = 0; best > bound && pass < 256 && (pass < 3 || work < 4e7); pass++) {
         uint64_t ext;
         for (i = 0; i < nb; i++) {
@@ -3230,7 +3222,7 @@ static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_plan *plan, _c
     if (plan->host_budget && *pool_bytes > plan->host_budget)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_INFEASIBLE, "the pinned pool needs %llu bytes once laid out, over the host budget "
                          "of %llu", (unsigned long long)*pool_bytes, (unsigned long long)plan->host_budget);
-    *pool_bytes = (*pool_bytes + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
+    *pool_bytes = _ckpt_align_up(*pool_bytes);
     if (plan->host_budget && *pool_bytes * (uint64_t)ch->lanes > plan->host_budget)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_INFEASIBLE, "%d lanes of the %llu-byte pinned pool exceed the host budget of %llu",
                          ch->lanes, (unsigned long long)*pool_bytes, (unsigned long long)plan->host_budget);
@@ -3285,7 +3277,7 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
                       (unsigned long long)arena_bytes);
     } else if (r != CKPT_OK) {
         _CKPT_ERR(&ch->lg, r, "out of host memory while laying out the arena");
-    } else if ((arena_bytes = (arena_bytes + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN,
+    } else if ((arena_bytes = _ckpt_align_up(arena_bytes),
                 arena_bytes > (uint64_t)SIZE_MAX / (uint64_t)ch->lanes)) {
         r = _CKPT_ERR(&ch->lg, CKPT_ERR_SIZE_OVERFLOW, "%d lanes of a %llu-byte arena exceed SIZE_MAX", ch->lanes,
                       (unsigned long long)arena_bytes);
@@ -3314,7 +3306,7 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
     ch->plan = plan; ch->an = an; ch->arena = arena; ch->arena_bytes = arena_bytes * (uint64_t)ch->lanes;
     ch->lane_bytes = arena_bytes;
     ch->pool = pool; ch->ev_done = ev_done; ch->ev_pos = ev_pos;
-    ch->pool_lane_bytes = (pool_bytes + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
+    ch->pool_lane_bytes = pool_bytes;       /* a multiple of CKPT_ALIGN (_ckpt_offload_setup) */
     ch->op_alloc = op_alloc; ch->op_free = op_free;
     ch->state = _CKPT_IDLE;
     ch->stats.planned_peak = plan->info.peak;

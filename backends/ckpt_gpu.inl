@@ -135,18 +135,19 @@ static ckpt_result _ckpt_gpu_remember(_ckpt_gpu_state *s, void *p, size_t bytes,
     return CKPT_OK;
 }
 
-/* Forgets p; returns 0 when p was not allocated here as that kind. */
-static int _ckpt_gpu_forget(_ckpt_gpu_state *s, void *p, int pinned) {
+/* The record of p allocated as that kind; s->n_recs when there is none. */
+static size_t _ckpt_gpu_find(const _ckpt_gpu_state *s, const void *p, int pinned) {
     size_t i;
-    for (i = 0; i < s->n_recs; i++) {
-        if (s->recs[i].ptr != p || s->recs[i].pinned != pinned) continue;
-        if (pinned) s->stats.pinned_live_bytes -= s->recs[i].bytes;
-        else s->stats.live_bytes -= s->recs[i].bytes;
-        s->recs[i] = s->recs[--s->n_recs];
-        s->stats.frees++;
-        return 1;
-    }
-    return 0;
+    for (i = 0; i < s->n_recs && (s->recs[i].ptr != p || s->recs[i].pinned != pinned); i++) {}
+    return i;
+}
+
+/* Forgets record i (found by _ckpt_gpu_find). */
+static void _ckpt_gpu_forget(_ckpt_gpu_state *s, size_t i) {
+    if (s->recs[i].pinned) s->stats.pinned_live_bytes -= s->recs[i].bytes;
+    else s->stats.live_bytes -= s->recs[i].bytes;
+    s->recs[i] = s->recs[--s->n_recs];
+    s->stats.frees++;
 }
 
 /* This backend's state, or NULL for any other backend (recognised by its alloc function). */
@@ -192,8 +193,7 @@ static void _ckpt_gpu_free_any(void *state, void *ptr, int pinned) {
     int prev;
     size_t i;
     if (!ptr) return;
-    for (i = 0; i < s->n_recs && (s->recs[i].ptr != ptr || s->recs[i].pinned != pinned); i++) {}
-    if (i == s->n_recs) {
+    if ((i = _ckpt_gpu_find(s, ptr, pinned)) == s->n_recs) {
         _CKPT_GPU_ERR(&s->lg, CKPT_ERR_BAD_ARGUMENT, "%s backend: free of %p, which this backend did not allocate as %s memory",
                       _CKPT_GPU_TAG, ptr, pinned ? "pinned" : "device");
         return;
@@ -202,7 +202,7 @@ static void _ckpt_gpu_free_any(void *state, void *ptr, int pinned) {
     e = pinned ? cudaFreeHost(ptr) : cudaFree(ptr);
     _ckpt_gpu_leave(s, prev);
     if (e != cudaSuccess) { _ckpt_gpu_fail(&s->lg, e, __FILE__, __LINE__, pinned ? _CKPT_GPU_XSTR(cudaFreeHost) : _CKPT_GPU_XSTR(cudaFree)); return; }
-    _ckpt_gpu_forget(s, ptr, pinned);   /* counted as freed only once it is */
+    _ckpt_gpu_forget(s, i);             /* counted as freed only once it is */
 }
 static void _ckpt_gpu_free(void *state, void *ptr) { _ckpt_gpu_free_any(state, ptr, 0); }
 static void _ckpt_gpu_free_pinned(void *state, void *ptr) { _ckpt_gpu_free_any(state, ptr, 1); }
