@@ -92,6 +92,14 @@ static void print_ops(FILE *f, const ckpt_op *ops, int n_ops) {
     fprintf(f, "   (F<i>* keeps its tape)\n");
 }
 
+/* "  library ops: ..." for a plan, on stderr. */
+static void print_plan_ops(const ckpt_plan *plan) {
+    int no;
+    const ckpt_op *ops = ckpt_plan_ops(plan, &no);
+    fprintf(stderr, "  library ops:");
+    print_ops(stderr, ops, no);
+}
+
 static void print_chain(FILE *f, const chain *ch) {
     int i;
     fprintf(f, "  chain %s: n=%d quantum=%g unit=%llu\n", ch->name, ch->n, ch->quantum,
@@ -786,12 +794,7 @@ static void check_optimal(const chain *ch, uint64_t budget, const chain_facts *f
                 fprintf(stderr, "  got      time %.17g (peak %llu) min_budget %llu guarantee %d unit %llu\n",
                         info.time, (unsigned long long)info.peak, (unsigned long long)info.min_budget,
                         (int)info.guarantee, (unsigned long long)info.unit);
-                fprintf(stderr, "  library ops:");
-                {
-                    int no;
-                    const ckpt_op *ops = ckpt_plan_ops(plan, &no);
-                    print_ops(stderr, ops, no);
-                }
+                print_plan_ops(plan);
                 fprintf(stderr, "  an optimal schedule:");
                 print_ops(stderr, mine.ops, mine.n_ops);
                 if (info.min_budget != facts->min_budget) print_min_schedule(facts);
@@ -804,12 +807,7 @@ static void check_optimal(const chain *ch, uint64_t budget, const chain_facts *f
                     fprintf(stderr, "  time %.17g is optimal, but its peak %llu is not the smallest among "
                                     "optimal-time schedules (%llu)\n",
                             info.time, (unsigned long long)info.peak, (unsigned long long)mine.peak);
-                    fprintf(stderr, "  library ops:");
-                    {
-                        int no;
-                        const ckpt_op *ops = ckpt_plan_ops(plan, &no);
-                        print_ops(stderr, ops, no);
-                    }
+                    print_plan_ops(plan);
                     fprintf(stderr, "  smaller-peak schedule:");
                     print_ops(stderr, mine.ops, mine.n_ops);
                 }
