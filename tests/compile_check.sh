@@ -216,7 +216,18 @@ c_link_gpu() {
 
 nvcc_bin=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 if [ -x "$nvcc_bin" ]; then
-    cuda_lib=$(dirname "$(dirname "$nvcc_bin")")/lib64
+    # libcudart's directory: CMake's CUDAToolkit_LIBRARY_DIR when the test runs under CTest;
+    # otherwise the toolkit nvcc itself reports (nvcc may be a wrapper script outside the toolkit,
+    # e.g. /usr/local/bin/nvcc, so its own path says nothing).
+    cuda_lib=${CUDA_LIBDIR:-}
+    if [ -z "$cuda_lib" ]; then
+        cuda_top=$("$nvcc_bin" --dryrun -c -x cu /dev/null -o /dev/null 2>&1 |
+                   sed -n 's/^#\$ TOP=//p' | head -n 1)
+        for d in "$cuda_top/targets/x86_64-linux/lib" "$cuda_top/lib64" \
+                 "$(dirname "$(dirname "$nvcc_bin")")/lib64"; do
+            if [ -e "$d/libcudart.so" ]; then cuda_lib=$d; break; fi
+        done
+    fi
     nv_flags=(-std=c++17 -Xcompiler=-Wall,-Wextra -Werror=all-warnings -I"$root")
     check "nvcc one-tu" build_and_run cuda_one "$nvcc_bin" "${nv_flags[@]}" cuda_one.cu
     check "nvcc static" build_and_run cuda_static "$nvcc_bin" "${nv_flags[@]}" -DCKPT_STATIC cuda_one.cu
