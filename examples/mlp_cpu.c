@@ -369,6 +369,19 @@ static double mse(const float *y, const float *target, float *dy, size_t n)
     return sum / (double)n;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n-1] (n >= 1); sorts v. */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* Trains m from `init` under one plan; fills run. Every run sees the same data and dropout. */
 static void train(const Config *cfg, Model *m, const Model *teacher, const float *init,
                   const ckpt_stage_desc *stages, ckpt_backend *be, const ckpt_plan_desc *pd,
@@ -396,7 +409,8 @@ static void train(const Config *cfg, Model *m, const Model *teacher, const float
     run->feasible = 1;
 
     Rng data = { cfg->seed ^ 0xda7aULL, 0 };
-    double total_ms = 0.0;
+    double *step_ms = xcalloc((size_t)cfg->steps, sizeof(double));
+    int timed = 0;
     for (int s = 0; s < cfg->steps; s++) {
         randn(&data, b->x, nc, 0.0f, 1.0f);
         teacher_forward(teacher, b);
@@ -409,9 +423,10 @@ static void train(const Config *cfg, Model *m, const Model *teacher, const float
         if (s == 0) run->first_loss = run->loss;
         CHECK(ckpt_backward(chain, b->dy, b->dx));
         for (size_t i = 0; i < m->n_params; i++) m->params[i] -= cfg->lr * m->grads[i];
-        if (s > 0 || cfg->steps == 1) total_ms += now_ms() - t0;    /* step 1 warms up */
+        if (s > 0 || cfg->steps == 1) step_ms[timed++] = now_ms() - t0;    /* step 1 warms up */
     }
-    run->ms_per_step = total_ms / (cfg->steps > 1 ? cfg->steps - 1 : 1);
+    run->ms_per_step = median(step_ms, timed);
+    free(step_ms);
     CHECK(ckpt_chain_get_stats(chain, &run->stats));
     run->grads = xcalloc(m->n_params + nc, sizeof(float));
     memcpy(run->grads, m->grads, m->n_params * sizeof(float));
@@ -419,8 +434,103 @@ static void train(const Config *cfg, Model *m, const Model *teacher, const float
     ckpt_chain_destroy(chain);
 }
 
+/* ---- a session: the model, its teacher, the stages and the backends, set up once ------------- */
+
+typedef struct Session {
+    Config cfg;
+    Model model, teacher;
+    float *init;                /* the model's initial parameters: every run starts from them */
+    double fwd_ms, bwd_ms;      /* one block, measured once: every plan uses the same costs */
+    ckpt_stage_desc *stages;
+    Batch batch;
+    ckpt_backend be;            /* plain CPU backend */
+    ckpt_backend engine;        /* with a copy engine (throttled to --bandwidth), for offload */
+} Session;
+
+static void session_open(Session *ss, const Config *cfg)
+{
+    memset(ss, 0, sizeof *ss);
+    ss->cfg = *cfg;
+    openblas_set_num_threads(1);
+    Model *m = &ss->model;
+    model_create(m, cfg->C, cfg->L, cfg->N, cfg->p_drop);
+    model_create(&ss->teacher, cfg->C, cfg->L, cfg->N, 0.0f);
+    Rng init_rng = { cfg->seed, 0 }, teacher_rng = { cfg->seed + 1, 0 };
+    model_init(m, &init_rng, 0.1f, 0.0f);
+    model_init(&ss->teacher, &teacher_rng, 1.0f, 0.1f);
+    ss->init = xcalloc(m->n_params, sizeof(float));
+    memcpy(ss->init, m->params, m->n_params * sizeof(float));
+
+    measure_block(m, &ss->fwd_ms, &ss->bwd_ms);
+    ss->stages = xcalloc(cfg->L, sizeof(ckpt_stage_desc));
+    for (int l = 0; l < cfg->L; l++) {
+        ckpt_stage_desc *st = &ss->stages[l];
+        st->forward = stage_forward;
+        st->backward = stage_backward;
+        st->user = m;
+        st->out_bytes = (size_t)cfg->N * cfg->C * sizeof(float);
+        st->tape_bytes = m->tape_bytes;
+        st->bwd_workspace_bytes = m->ws_bytes;
+        st->fwd_time = ss->fwd_ms;
+        st->bwd_time = ss->bwd_ms;
+        if (cfg->stream) {  /* the block's parameters are contiguous: ln_g is the first of them */
+            st->host_params = m->p[l].ln_g;
+            st->param_bytes = (size_t)(m->g[l].b2 + m->C - m->g[l].ln_g) * sizeof(float);
+            st->host_grads = m->g[l].ln_g;
+        }
+    }
+
+    size_t nc = (size_t)cfg->N * cfg->C;
+    ss->batch = (Batch){ .x = xcalloc(nc, sizeof(float)), .target = xcalloc(nc, sizeof(float)),
+                         .dy = xcalloc(nc, sizeof(float)), .dx = xcalloc(nc, sizeof(float)),
+                         .tmp = { xcalloc(nc, sizeof(float)), xcalloc(nc, sizeof(float)) },
+                         .tape = xcalloc(1, ss->teacher.tape_bytes) };
+    CHECK(ckpt_cpu_backend_create(NULL, &ss->be));
+    ckpt_cpu_desc ed = {0};
+    ed.copy_engine = 1;
+    ed.copy_bandwidth = cfg->bandwidth_gbs * 1e9;
+    CHECK(ckpt_cpu_backend_create(&ed, &ss->engine));
+}
+
+static void session_close(Session *ss)
+{
+    Batch *b = &ss->batch;
+    ckpt_cpu_backend_destroy(&ss->be);
+    ckpt_cpu_backend_destroy(&ss->engine);
+    free(b->x); free(b->target); free(b->dy); free(b->dx);
+    free(b->tmp[0]); free(b->tmp[1]); free(b->tape);
+    free(ss->stages); free(ss->init);
+    model_destroy(&ss->model);
+    model_destroy(&ss->teacher);
+}
+
+/* Trains the session's model under plan desc pd (offload on the copy engine) into run. For the
+   offload policy, pd->bandwidth is set from --bandwidth when it is 0. */
+static void session_train(Session *ss, ckpt_plan_desc *pd, Run *run)
+{
+    memset(run, 0, sizeof *run);
+    if (pd->policy == CKPT_POLICY_OFFLOAD && pd->bandwidth == 0)
+        pd->bandwidth = ss->cfg.bandwidth_gbs * 1e9 / 1e3;     /* bytes per ms: stage times are in ms */
+    train(&ss->cfg, &ss->model, &ss->teacher, ss->init, ss->stages,
+          pd->policy == CKPT_POLICY_OFFLOAD ? &ss->engine : &ss->be, pd, &ss->batch, run);
+}
+
+/* Whether run's gradients (parameters, then the input's) are bit-identical to ref's. */
+static int same_grads(const Session *ss, const Run *run, const Run *ref)
+{
+    size_t n = ss->model.n_params + (size_t)ss->cfg.N * ss->cfg.C;
+    return run->grads && ref->grads && memcmp(run->grads, ref->grads, n * sizeof(float)) == 0;
+}
+
+static void run_name(const Run *r, char *name, size_t size)
+{
+    if (r->policy == CKPT_POLICY_EVERY_K && r->feasible) snprintf(name, size, "every-k (k=%d)", r->info.k);
+    else snprintf(name, size, "%s", ckpt_policy_name(r->policy));
+}
+
 /* ---- main ------------------------------------------------------------------------------------ */
 
+#ifndef MLP_CPU_NO_MAIN
 static void usage(const char *prog)
 {
     fprintf(stderr,
@@ -461,50 +571,10 @@ int main(int argc, char **argv)
     Config cfg = { .C = 64, .L = 8, .N = 256, .steps = 20, .p_drop = 0.1f, .lr = 0.1f,
                    .budget_frac = 0.4, .bandwidth_gbs = 0, .budget = 0, .seed = 42 };
     parse_args(argc, argv, &cfg);
-    openblas_set_num_threads(1);
-
-    Model model, teacher;
-    model_create(&model, cfg.C, cfg.L, cfg.N, cfg.p_drop);
-    model_create(&teacher, cfg.C, cfg.L, cfg.N, 0.0f);
-    Rng init_rng = { cfg.seed, 0 }, teacher_rng = { cfg.seed + 1, 0 };
-    model_init(&model, &init_rng, 0.1f, 0.0f);
-    model_init(&teacher, &teacher_rng, 1.0f, 0.1f);
-    float *init = xcalloc(model.n_params, sizeof(float));
-    memcpy(init, model.params, model.n_params * sizeof(float));
-
-    double fwd_ms, bwd_ms;      /* measured once: every policy plans with the same costs */
-    measure_block(&model, &fwd_ms, &bwd_ms);
-    ckpt_stage_desc *stages = xcalloc(cfg.L, sizeof(ckpt_stage_desc));
-    for (int l = 0; l < cfg.L; l++) {
-        stages[l].forward = stage_forward;
-        stages[l].backward = stage_backward;
-        stages[l].user = &model;
-        stages[l].out_bytes = (size_t)cfg.N * cfg.C * sizeof(float);
-        stages[l].tape_bytes = model.tape_bytes;
-        stages[l].bwd_workspace_bytes = model.ws_bytes;
-        stages[l].fwd_time = fwd_ms;
-        stages[l].bwd_time = bwd_ms;
-        if (cfg.stream) {   /* the block's parameters are contiguous: ln_g is the first of them */
-            stages[l].host_params = model.p[l].ln_g;
-            stages[l].param_bytes = (size_t)(model.g[l].b2 + model.C - model.g[l].ln_g) * sizeof(float);
-            stages[l].host_grads = model.g[l].ln_g;
-        }
-    }
-
-    size_t nc = (size_t)cfg.N * cfg.C;
-    Batch batch = { .x = xcalloc(nc, sizeof(float)), .target = xcalloc(nc, sizeof(float)),
-                    .dy = xcalloc(nc, sizeof(float)), .dx = xcalloc(nc, sizeof(float)),
-                    .tmp = { xcalloc(nc, sizeof(float)), xcalloc(nc, sizeof(float)) },
-                    .tape = xcalloc(1, teacher.tape_bytes) };
-    ckpt_backend be;
-    CHECK(ckpt_cpu_backend_create(NULL, &be));
+    Session ss;
+    session_open(&ss, &cfg);
 
     /* Store-all first: it is the reference, and the budget is a fraction of its peak. */
-    ckpt_backend engine;        /* for offload: copies on throttled worker threads */
-    ckpt_cpu_desc ed = {0};
-    ed.copy_engine = 1;
-    ed.copy_bandwidth = cfg.bandwidth_gbs * 1e9;
-    CHECK(ckpt_cpu_backend_create(&ed, &engine));
     const ckpt_policy policies[] = { CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
                                      CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD };
     enum { N_POLICIES = sizeof policies / sizeof policies[0] };
@@ -515,16 +585,14 @@ int main(int argc, char **argv)
         ckpt_plan_desc pd = {0};
         pd.policy = policies[i];
         pd.budget = i == 0 ? 0 : budget;    /* every-k gets k = 0: the best k that fits */
-        pd.bandwidth = cfg.bandwidth_gbs * 1e9 / 1e3;   /* bytes per ms: stage times are in ms */
-        train(&cfg, &model, &teacher, init, stages, pd.policy == CKPT_POLICY_OFFLOAD ? &engine : &be, &pd, &batch,
-              &runs[i]);
+        session_train(&ss, &pd, &runs[i]);
         if (i == 0 && budget == 0)      /* at least 1: a budget of 0 would mean "no limit" */
             budget = (uint64_t)(cfg.budget_frac * (double)runs[0].info.peak) + 1;
     }
 
     printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d steps; one block: "
            "fwd %.3f ms, bwd %.3f ms\n", cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.steps,
-           fwd_ms, bwd_ms);
+           ss.fwd_ms, ss.bwd_ms);
     printf("budget %llu bytes (store-all peak %llu); loss at step 1: %.6e\n\n",
            (unsigned long long)budget, (unsigned long long)runs[0].info.peak, runs[0].first_loss);
     if (cfg.bandwidth_gbs > 0) printf("offload: copy engine throttled to %.3g GB/s each way\n\n", cfg.bandwidth_gbs);
@@ -532,21 +600,17 @@ int main(int argc, char **argv)
     printf("%-14s %12s %12s %12s %12s %9s %7s %7s %12s %s\n", "policy", "planned B", "measured B",
            "arena B", "pinned B", "ms/step", "pred x", "meas x", "final loss", "grads bit-identical");
     const Run *ref = &runs[0];
-    size_t n_grads = model.n_params + nc;
     int all_match = 1;
     for (int i = 0; i < n_policies; i++) {
         const Run *r = &runs[i];
         char name[32];
-        if (r->policy == CKPT_POLICY_EVERY_K && r->feasible)
-            snprintf(name, sizeof name, "every-k (k=%d)", r->info.k);
-        else
-            snprintf(name, sizeof name, "%s", ckpt_policy_name(r->policy));
+        run_name(r, name, sizeof name);
         if (!r->feasible) {
             printf("%-14s infeasible (min budget %llu)\n", name,
                    (unsigned long long)r->info.min_budget);
             continue;
         }
-        int match = memcmp(r->grads, ref->grads, n_grads * sizeof(float)) == 0;
+        int match = same_grads(&ss, r, ref);
         all_match &= match;
         printf("%-14s %12llu %12llu %12llu %12llu %9.3f %7.3f %7.3f %12.6e %s\n", name,
                (unsigned long long)r->info.peak, (unsigned long long)r->stats.measured_peak,
@@ -566,12 +630,7 @@ int main(int argc, char **argv)
     }
 
     for (int i = 0; i < N_POLICIES; i++) free(runs[i].grads);
-    ckpt_cpu_backend_destroy(&be);
-    ckpt_cpu_backend_destroy(&engine);
-    free(batch.x); free(batch.target); free(batch.dy); free(batch.dx);
-    free(batch.tmp[0]); free(batch.tmp[1]); free(batch.tape);
-    free(stages); free(init);
-    model_destroy(&model);
-    model_destroy(&teacher);
+    session_close(&ss);
     return all_match ? 0 : 1;
 }
+#endif /* MLP_CPU_NO_MAIN */

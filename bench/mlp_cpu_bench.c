@@ -1,0 +1,229 @@
+/* mlp_cpu_bench.c -- memory against time for every planner policy, on the CPU backend.
+
+   The CPU counterpart of bench/mlp_gpu_bench.cu, and ckpt.h's side of the comparison with
+   bench/torch_checkpoint.py on a machine without a GPU. It trains examples/mlp_cpu.c's model (a
+   stack of transformer MLP blocks, one ckpt stage each, OpenBLAS on one thread) under each policy
+   at several budgets, given as fractions of store-all's planned peak, and prints one line per
+   (policy, budget): the planned peak, the arena the executor allocated, the predicted step time
+   (the plan's time: the sum of the measured per-block forward and backward times, in ms) and the
+   measured one (median over the timed steps, after one warm-up step), both as ratios to
+   store-all, the activation memory ratio (planned peak / store-all's planned peak), and whether
+   the last step's gradients (parameters and the input's) are bit-identical to store-all's.
+
+   The measured step is what bench/torch_checkpoint.py times: zero the gradients, forward, loss,
+   backward, SGD update. It also includes what the plan does not count (the loss, the update,
+   the executor's own work); the predicted time counts only the blocks.
+
+   Comparing with PyTorch: run both with the same --width --depth --batch --dropout, e.g.
+
+       OPENBLAS_NUM_THREADS=1 ./build/default/mlp_cpu_bench --width 256 --depth 12 --batch 1024
+       /usr/bin/python3 bench/torch_checkpoint.py --device cpu --threads 1 --width 256 --depth 12 \
+           --batch 1024
+
+   and compare ratios, each system against its own store-all run (see torch_checkpoint.py).
+   --fracs takes PyTorch's memory ratios directly, to put ckpt.h at the same points.
+
+   --bandwidth GB_PER_S adds an offload line at every budget, on the CPU backend's copy engine
+   throttled to that many GB/s each way ("pinned MiB": the pool). --stream 1 streams the
+   parameters on every line, the reference included.
+
+   Build: the CMake target mlp_cpu_bench (needs OpenBLAS), or from the repository root
+       cc -std=c11 -O2 -I. bench/mlp_cpu_bench.c -o mlp_cpu_bench -lopenblas -lm -lpthread
+   Run:
+       ./mlp_cpu_bench [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]
+                       [--fracs 1,0.8,...] [--policies optimal,every-k,...] [--bandwidth GB_PER_S]
+                       [--stream 0|1] [--csv]
+   Exit status 0; 1 if some policy's gradients differ from store-all's; 2 on bad arguments.
+*/
+#define MLP_CPU_NO_MAIN
+#include "../examples/mlp_cpu.c"
+#include <cblas.h>              /* included by the example already; CMake looks for it here */
+
+#define MAX_FRACS 32
+
+static void usage(const char *prog)
+{
+    fprintf(stderr,
+            "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]\n"
+            "          [--fracs F1,F2,...] [--policies P1,P2,...] [--bandwidth GB_PER_S] [--stream 0|1] [--csv]\n"
+            "defaults: --width 64 --depth 8 --batch 256 --steps 6 (1 warm-up, then timed; the median)\n"
+            "          --dropout 0.1 --seed 42 --fracs 1,0.8,0.6,0.5,0.4,0.3,0.25,0.2 (of store-all's peak)\n"
+            "          --policies every-k,sqrt,greedy,optimal (and offload with --bandwidth)\n",
+            prog);
+    exit(2);
+}
+
+/* "1,0.8,0.5" into fracs; the count, or 0 when the list is malformed. */
+static int parse_fracs(const char *s, double *fracs)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        double f = strtod(s, &end);
+        if (end == s || !(f > 0.0) || n == MAX_FRACS) return 0;
+        fracs[n++] = f;
+        s = end;
+        if (*s == ',') s++;
+        else if (*s) return 0;
+    }
+    return n;
+}
+
+/* "optimal,every-k" into policies (ckpt_policy_name's spellings); the count, or 0. */
+static int parse_policies(const char *s, ckpt_policy *out)
+{
+    int n = 0;
+    while (*s) {
+        size_t len = strcspn(s, ",");
+        int found = 0;
+        for (int p = 0; p < CKPT_POLICY_COUNT_ && !found; p++) {
+            const char *name = ckpt_policy_name((ckpt_policy)p);
+            if (strlen(name) == len && !strncmp(name, s, len) && n < CKPT_POLICY_COUNT_) {
+                out[n++] = (ckpt_policy)p;
+                found = 1;
+            }
+        }
+        if (!found) return 0;
+        s += len;
+        if (*s == ',') s++;
+    }
+    return n;
+}
+
+static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+static void print_header(const Config *cfg, int csv)
+{
+    if (csv) {
+        printf("policy,k,frac,budget_bytes,feasible,planned_peak,measured_peak,arena_bytes,n_recomputed,"
+               "pred_ms,meas_ms,pred_ratio,meas_ratio,mem_ratio,min_budget,grads_identical,"
+               "pinned_bytes,loads_per_step,slot_bytes\n");
+        return;
+    }
+    printf("%-14s %5s %12s %12s", "policy", "frac", "planned MiB", "arena MiB");
+    if (cfg->bandwidth_gbs > 0.0) printf(" %10s", "pinned MiB");
+    if (cfg->stream) printf(" %6s %9s", "loads", "slot MiB");
+    printf(" %6s %9s %9s %7s %7s %6s %s\n", "recomp", "pred ms", "meas ms", "pred x", "meas x", "mem x", "grads");
+}
+
+static double loads_per_step(const Run *r)
+{
+    return r->stats.steps ? (double)r->stats.param_loads / (double)r->stats.steps : 0.0;
+}
+
+static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, double frac, uint64_t budget,
+                      int same)
+{
+    char name[32];
+    run_name(r, name, sizeof name);
+    if (csv) {
+        if (!r->feasible) {
+            printf("%s,,%g,%llu,0,,,,,,,,,,%llu,,,,\n", ckpt_policy_name(r->policy), frac,
+                   (unsigned long long)budget, (unsigned long long)r->info.min_budget);
+            return;
+        }
+    } else if (!r->feasible) {
+        printf("%-14s %5.2f infeasible (min budget %.2f MiB = %.3f of store-all)\n", name, frac,
+               mib(r->info.min_budget), (double)r->info.min_budget / (double)ref->info.peak);
+        return;
+    }
+    double pred_x = r->info.time / ref->info.time, meas_x = r->ms_per_step / ref->ms_per_step;
+    double mem_x = (double)r->info.peak / (double)ref->info.peak;
+    if (csv) {
+        printf("%s,%d,%g,%llu,1,%llu,%llu,%llu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%llu,%d,%llu,%.2f,%llu\n",
+               ckpt_policy_name(r->policy), r->info.k, frac, (unsigned long long)budget,
+               (unsigned long long)r->info.peak, (unsigned long long)r->stats.measured_peak,
+               (unsigned long long)r->stats.arena_bytes, r->info.n_recomputed, r->info.time, r->ms_per_step,
+               pred_x, meas_x, mem_x, (unsigned long long)r->info.min_budget, same,
+               (unsigned long long)r->stats.pool_bytes, loads_per_step(r), (unsigned long long)r->stats.slot_bytes);
+        return;
+    }
+    printf("%-14s %5.2f %12.2f %12.2f", name, frac, mib(r->info.peak), mib(r->stats.arena_bytes));
+    if (cfg->bandwidth_gbs > 0.0) printf(" %10.2f", mib(r->stats.pool_bytes));
+    if (cfg->stream) printf(" %6.1f %9.2f", loads_per_step(r), mib(r->stats.slot_bytes));
+    printf(" %6d %9.3f %9.3f %7.3f %7.3f %6.3f %s\n", r->info.n_recomputed, r->info.time, r->ms_per_step, pred_x,
+           meas_x, mem_x, same ? "same" : "DIFFER");
+}
+
+int main(int argc, char **argv)
+{
+    Config cfg = { .C = 64, .L = 8, .N = 256, .steps = 6, .p_drop = 0.1f, .lr = 0.1f,
+                   .budget_frac = 1.0, .bandwidth_gbs = 0, .budget = 0, .seed = 42 };
+    double fracs[MAX_FRACS] = { 1.0, 0.8, 0.6, 0.5, 0.4, 0.3, 0.25, 0.2 };
+    ckpt_policy policies[CKPT_POLICY_COUNT_] = { CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY,
+                                                 CKPT_POLICY_OPTIMAL };
+    int n_fracs = 8, n_policies = 4, csv = 0, policies_given = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--csv")) { csv = 1; continue; }
+        if (i + 1 >= argc) usage(argv[0]);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--width")) cfg.C = atoi(v);
+        else if (!strcmp(a, "--depth")) cfg.L = atoi(v);
+        else if (!strcmp(a, "--batch")) cfg.N = atoi(v);
+        else if (!strcmp(a, "--steps")) cfg.steps = atoi(v);
+        else if (!strcmp(a, "--dropout")) cfg.p_drop = (float)atof(v);
+        else if (!strcmp(a, "--seed")) cfg.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--bandwidth")) cfg.bandwidth_gbs = atof(v);
+        else if (!strcmp(a, "--stream")) cfg.stream = atoi(v);
+        else if (!strcmp(a, "--fracs")) { if (!(n_fracs = parse_fracs(v, fracs))) usage(argv[0]); }
+        else if (!strcmp(a, "--policies")) {
+            if (!(n_policies = parse_policies(v, policies))) usage(argv[0]);
+            policies_given = 1;
+        } else usage(argv[0]);
+    }
+    if (cfg.C < 1 || cfg.L < 1 || cfg.N < 1 || cfg.steps < 2 || !(cfg.p_drop >= 0.0f) || !(cfg.p_drop < 1.0f) ||
+        !(cfg.bandwidth_gbs >= 0.0))
+        usage(argv[0]);
+    if (!policies_given && cfg.bandwidth_gbs > 0.0) policies[n_policies++] = CKPT_POLICY_OFFLOAD;
+
+    Session ss;
+    session_open(&ss, &cfg);
+
+    /* The reference: store-all, no budget. Its peak scales the budgets; its times the ratios. */
+    Run ref;
+    ckpt_plan_desc pd;
+    memset(&pd, 0, sizeof pd);
+    pd.policy = CKPT_POLICY_STORE_ALL;
+    session_train(&ss, &pd, &ref);
+
+    const char *lead = csv ? "# " : "";
+    printf("%sCPU backend, OpenBLAS on 1 thread; %d blocks of width %d (hidden %d), %d rows, dropout %.2f, "
+           "1+%d steps (warm-up+timed, median)\n", lead, cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.steps - 1);
+    printf("%sone block: fwd %.3f ms, bwd %.3f ms; store-all: planned peak %llu bytes (%.2f MiB), predicted "
+           "%.3f ms, measured %.3f ms per step\n", lead, ss.fwd_ms, ss.bwd_ms, (unsigned long long)ref.info.peak,
+           mib(ref.info.peak), ref.info.time, ref.ms_per_step);
+    if (cfg.bandwidth_gbs > 0.0)
+        printf("%soffload: copy engine throttled to %.3g GB/s each way\n", lead, cfg.bandwidth_gbs);
+    if (cfg.stream)
+        printf("%sparameter streaming: store-all %.1f loads per step, %llu bytes of slots\n", lead,
+               loads_per_step(&ref), (unsigned long long)ref.stats.slot_bytes);
+    if (!csv) printf("\n");
+    print_header(&cfg, csv);
+    print_run(&cfg, csv, &ref, &ref, 1.0, ref.info.peak, 1);
+    if (!csv) printf("\n");
+
+    int all_same = 1;
+    for (int f = 0; f < n_fracs; f++) {
+        uint64_t budget = (uint64_t)(fracs[f] * (double)ref.info.peak);
+        if (budget == 0) budget = 1;        /* 0 would mean "no limit" */
+        for (int i = 0; i < n_policies; i++) {
+            Run run;
+            memset(&pd, 0, sizeof pd);
+            pd.policy = policies[i];
+            pd.budget = budget;             /* every-k gets k = 0: the best k that fits */
+            session_train(&ss, &pd, &run);
+            int same = run.feasible ? same_grads(&ss, &run, &ref) : 0;
+            if (run.feasible) all_same &= same;
+            print_run(&cfg, csv, &run, &ref, fracs[f], budget, same);
+            fflush(stdout);
+            free(run.grads);
+        }
+        if (!csv) printf("\n");
+    }
+
+    free(ref.grads);
+    session_close(&ss);
+    if (!all_same) fprintf(stderr, "mlp_cpu_bench: some gradients differ from store-all's\n");
+    return all_same ? 0 : 1;
+}
