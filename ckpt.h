@@ -106,14 +106,17 @@
 
    OFFLOAD (the offload policy; ckpt_plan_desc.bandwidth, bandwidth_h2d, host_budget)
    -------
-   Two more operations move a buffer between device memory and the pinned host pool. The buffer
-   is X[i] (op.tape = 0, 1 <= i <= n-1) or T[i] (op.tape = 1, 1 <= i <= n):
+   Three more operations move a buffer between device memory and the pinned host pool. The
+   buffer is X[i] (op.tape = 0, 1 <= i <= n-1) or T[i] (op.tape = 1, 1 <= i <= n):
      O(i)  copies it to the host. It must be live on the device and not already offloaded; it
            stays readable there until released (below). Host bytes grow by its size from this op
            until the first read of the copy P(i) brings back.
      P(i)  brings it back: a new device copy, live from this op. Needs an earlier O(i) of the
            same buffer; the old device copy, if not yet released, is released at the op before.
            (The host copy stops counting at P itself when nothing reads the buffer after it.)
+     W(i)  waits for O(i)'s copy and releases the device copy: compute waits until the copy is
+           done (time for memory). Between an O(i) and its P(i), at most once; nothing may read
+           the device copy after it (no F(i+1) for X[i]).
    Between O(i) and its P(i), nothing may rewrite or consume the buffer: no F(i) (for X[i]; for
    T[i] no F(i, tape)), no B(i+1) (X[i]) or B(i) (T[i]). Every O has its P. An O of a buffer that
    a P brought back copies only once that P's copy is done; when nothing reads what a P brings
@@ -125,16 +128,22 @@
    host-to-device channel is free and its O's copy is done. A compute op that reads a prefetched
    buffer first starts only when that copy is done. The predicted time is the makespan: the end
    of the last compute op or copy.
+   W(i) is a compute-side wait: compute (and so every copy issued after it) resumes when O(i)'s
+   copy is done.
    Memory: an offloaded device copy is released once it has no more reads before its P and its
    copy is done by the time the next compute op would start (it counts up to the op before);
-   otherwise it counts until the op before its P, and the next compute op waits for the copy. peak
+   otherwise it counts until the op before its W, or without a W until the op before its P (and
+   the next compute op waits for the copy). peak
    counts device bytes during every op, O and P included; host_peak counts the pinned pool.
    The planner: recompute-only plans made for budgets from the given one up to store-all's peak,
    each brought under the budget by offloading buffers idle across its peak (copies that fit in
-   the compute of their gap first, then the largest), with every P then moved as early as the
-   budgets allow; the fastest wins (ties: the smaller device peak). It is never predicted slower
-   than optimal at the same budget, which is one of the candidates. It is a heuristic: no
-   optimality guarantee, and its min_budget is optimal's (it seldom finds plans below it).
+   the compute of their gap first, then the largest) and, when no idle buffer is left, by a W
+   for the offloaded buffer whose copy ends first, just before the op over the budget; every P is
+   then moved as early as the budgets allow; the fastest wins (ties: the smaller device peak). It
+   is never predicted slower than optimal at the same budget, which is one of the candidates, and
+   W lets it plan below optimal's smallest budget. It is a heuristic: no optimality guarantee. Its
+   min_budget is the smaller of optimal's and the peak it planned (when infeasible: optimal's,
+   an upper bound of the offload policy's true minimum).
 
    PARAMETER STREAMING AND MICROBATCHES
    ------------------------------------
@@ -632,14 +641,15 @@ typedef struct ckpt_plan_desc {
     uint64_t host_budget;
 } ckpt_plan_desc;
 
-/* F and B compute; O and P copy a buffer to the pinned host pool and back: boundary X[stage]
-   (tape 0, 1 <= stage <= n-1) or stage's tape T[stage] (tape 1). See OFFLOAD in the manual. */
-typedef enum ckpt_op_kind { CKPT_OP_F = 0, CKPT_OP_B = 1, CKPT_OP_O = 2, CKPT_OP_P = 3 } ckpt_op_kind;
+/* F and B compute; O and P copy a buffer to the pinned host pool and back, W waits for an O's
+   copy and releases the buffer on the device: boundary X[stage] (tape 0, 1 <= stage <= n-1) or
+   stage's tape T[stage] (tape 1). See OFFLOAD in the manual. */
+typedef enum ckpt_op_kind { CKPT_OP_F = 0, CKPT_OP_B = 1, CKPT_OP_O = 2, CKPT_OP_P = 3, CKPT_OP_W = 4 } ckpt_op_kind;
 
 typedef struct ckpt_op {
     ckpt_op_kind kind;
-    int stage;      /* 1-based, as in the cost model; for O and P the boundary */
-    int tape;       /* F: keep the tape; O and P: 1 = the tape T[stage], 0 = the boundary X[stage] */
+    int stage;      /* 1-based, as in the cost model; for O, P and W the boundary */
+    int tape;       /* F: keep the tape; O, P and W: 1 = the tape T[stage], 0 = the boundary X[stage] */
 } ckpt_op;
 
 typedef enum ckpt_guarantee {
@@ -1122,7 +1132,7 @@ typedef struct _ckpt_instr {
     int wait_p, wait_p2;    /* F, B: P ops whose copies this op's inputs wait for; -1: none */
     int wait_o;             /* F, B: first of the O ops (chained by o_next) whose device buffer was
                                released just before this op: it waits for their copies; -1: none */
-    int src_op;             /* P: its O op; O: the P that brought the buffer back, or -1 */
+    int src_op;             /* P, W: its O op; O: the P that brought the buffer back, or -1 */
     int unread;             /* P: nothing reads what it brings back (compute waits for it) */
 } _ckpt_instr;
 
@@ -1188,6 +1198,7 @@ typedef struct _ckpt_an_work {
     int *cur_hx, *cur_ht;                   /* host copies of X[i] and T[i] waiting for a P */
     int *o_op;              /* per device buffer: the O op that offloaded it, or -1 */
     int *p_op;              /* per device buffer: the P op that created it, or -1 */
+    int *w_op;              /* per device buffer: the W op that released it, or -1 */
     int *last_read;         /* per device buffer: the last F/B op that read it */
     unsigned char *used;
 } _ckpt_an_work;
@@ -1236,6 +1247,14 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
             copy_end[k] = link ? start + (double)an->hbufs[in->in].bytes / link->h2d : start;
             h2d_free = copy_end[k];
             if (in->unread && copy_end[k] > must_wait) must_wait = copy_end[k];
+        } else if (op->kind == CKPT_OP_W) {     /* compute waits for the copy; the buffer goes */
+            for (j = 0; j < np; j++)
+                if (pending[j] == in->in) {
+                    if (an->bufs[in->in].end < k - 1) an->bufs[in->in].end = k - 1;
+                    pending[j] = pending[--np];
+                    break;
+                }
+            if (copy_end[in->src_op] > clock) clock = copy_end[in->src_op];
         } else {
             double s = clock > must_wait ? clock : must_wait, dur;
             if (in->wait_p >= 0 && copy_end[in->wait_p] > s) s = copy_end[in->wait_p];
@@ -1286,6 +1305,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     w.used = (unsigned char *)_ckpt_calloc(al, (size_t)n + 1, 1);
     w.o_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
     w.p_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
+    w.w_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
     w.last_read = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
     an->bufs = (_ckpt_buf *)_ckpt_calloc(al, nb_cap, sizeof(_ckpt_buf));
     an->hbufs = (_ckpt_buf *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(_ckpt_buf));
@@ -1295,13 +1315,13 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     count = (int *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int));
     pending = (int *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(int));
     copy_end = (double *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(double));
-    if (!w.cur_x || !w.cur_t || !w.cur_g || !w.cur_hx || !w.cur_ht || !w.used || !w.o_op || !w.p_op || !w.last_read || !an->bufs ||
+    if (!w.cur_x || !w.cur_t || !w.cur_g || !w.cur_hx || !w.cur_ht || !w.used || !w.o_op || !w.p_op || !w.w_op || !w.last_read || !an->bufs ||
         !an->hbufs || !an->instr || !an->o_next || !delta || !count || !pending || !copy_end) {
         res = CKPT_ERR_OUT_OF_HOST_MEMORY;
         goto done;
     }
     for (k = 0; k <= n; k++) w.cur_x[k] = w.cur_t[k] = w.cur_g[k] = w.cur_hx[k] = w.cur_ht[k] = -1;
-    for (k = 0; k < (int)nb_cap; k++) w.o_op[k] = w.p_op[k] = w.last_read[k] = -1;
+    for (k = 0; k < (int)nb_cap; k++) w.o_op[k] = w.p_op[k] = w.w_op[k] = w.last_read[k] = -1;
 #define _CKPT_BAD(text) do { *bad = k; *why = (text); res = CKPT_ERR_BAD_SCHEDULE; goto done; } while (0)
     for (k = 0; k < n_ops; k++) {
         const ckpt_op *op = &ops[k];
@@ -1320,6 +1340,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
             if (op->tape && w.cur_ht[i] >= 0) _CKPT_BAD("F(i, tape) recomputes T[i] while its host copy waits for a P(i, tape)");
             if (i >= 2) {
                 if (w.cur_x[i - 1] < 0) _CKPT_BAD("F(i) reads X[i-1], which is not live");
+                if (w.w_op[w.cur_x[i - 1]] >= 0) _CKPT_BAD("F(i) reads X[i-1] after a W(i-1) released it");
                 in->in = w.cur_x[i - 1];
                 _ckpt_an_read(an, &w, in->in, k);
             }
@@ -1354,12 +1375,18 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
             if (i >= 2) in->gin = w.cur_g[i - 1] = _ckpt_new_buf(an, c[i - 2].a, k);
             in->ws = _ckpt_new_buf(an, s->wb, k);
             next_b--;
-        } else if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P) {
+        } else if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P || op->kind == CKPT_OP_W) {
             /* tape 0: boundary X[i] (1..n-1); tape 1: stage i's tape T[i] */
             int *cur = op->tape ? w.cur_t : w.cur_x, *cur_h = op->tape ? w.cur_ht : w.cur_hx;
-            if (op->tape != 0 && op->tape != 1) _CKPT_BAD("O/P tape flag must be 0 (X[i]) or 1 (T[i])");
-            if (!op->tape && i >= n) _CKPT_BAD("O/P of a boundary: X[1]..X[n-1]");
-            if (op->kind == CKPT_OP_O) {
+            if (op->tape != 0 && op->tape != 1) _CKPT_BAD("O/P/W tape flag must be 0 (X[i]) or 1 (T[i])");
+            if (!op->tape && i >= n) _CKPT_BAD("O/P/W of a boundary: X[1]..X[n-1]");
+            if (op->kind == CKPT_OP_W) {
+                if (cur_h[i] < 0 || cur[i] < 0 || w.o_op[cur[i]] < 0) _CKPT_BAD("W without an O before it");
+                if (w.w_op[cur[i]] >= 0) _CKPT_BAD("W twice before a P");
+                in->in = cur[i];
+                in->src_op = w.o_op[cur[i]];
+                w.w_op[cur[i]] = k;
+            } else if (op->kind == CKPT_OP_O) {
                 if (cur[i] < 0) _CKPT_BAD("O copies a buffer that is not live");
                 if (cur_h[i] >= 0 || w.o_op[cur[i]] >= 0) _CKPT_BAD("O twice before a P");
                 in->in = cur[i];
@@ -1416,7 +1443,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
 done:
     _ckpt_free(al, w.cur_x); _ckpt_free(al, w.cur_t); _ckpt_free(al, w.cur_g);
     _ckpt_free(al, w.cur_hx); _ckpt_free(al, w.cur_ht);
-    _ckpt_free(al, w.used); _ckpt_free(al, w.o_op); _ckpt_free(al, w.p_op); _ckpt_free(al, w.last_read);
+    _ckpt_free(al, w.used); _ckpt_free(al, w.o_op); _ckpt_free(al, w.p_op); _ckpt_free(al, w.w_op); _ckpt_free(al, w.last_read);
     _ckpt_free(al, delta); _ckpt_free(al, count); _ckpt_free(al, pending); _ckpt_free(al, copy_end);
     if (res != CKPT_OK || !want_bufs) {
         double t = an->time, ct = an->compute_time;
@@ -2647,11 +2674,36 @@ static int _ckpt_off_fits(const _ckpt_off *o, uint64_t peak, uint64_t host_peak)
     return peak <= o->budget && (!o->host_budget || host_peak <= o->host_budget);
 }
 
-/* Adds O/P pairs to ops (room for 2n more) until the device peak fits. CKPT_ERR_INFEASIBLE when
-   no idle boundary is left to offload. */
+/* A W to insert before op k, which is over the budget: of the offloaded buffers still on the
+   device during k (their copies not done in time) and not read again before their P, the one
+   offloaded first, whose copy ends first. 0 when there is none. */
+static int _ckpt_off_wait_pick(const _ckpt_off *o, const ckpt_op *ops, int n_ops, int k, ckpt_op *w) {
+    _ckpt_analysis an;
+    const char *why;
+    int bad, j, q, found = 0;
+    if (_ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, 1, &an, &bad, &why) != CKPT_OK) return 0;
+    for (j = 0; j < k && !found; j++) {
+        const ckpt_op *op = &ops[j];
+        if (op->kind != CKPT_OP_O || an.bufs[an.instr[j].in].end < k) continue;
+        for (q = j + 1; q < n_ops; q++) {
+            const ckpt_op *x = &ops[q];
+            if (x->stage == op->stage && x->tape == op->tape && (x->kind == CKPT_OP_W || x->kind == CKPT_OP_P)) break;
+            if (q >= k && _ckpt_reads_buf(x, op->stage, op->tape)) break;
+        }
+        if (q < n_ops && ops[q].kind == CKPT_OP_P && q > k) {
+            w->kind = CKPT_OP_W; w->stage = op->stage; w->tape = op->tape;
+            found = 1;
+        }
+    }
+    _ckpt_analysis_free(o->al, &an);
+    return found;
+}
+
+/* Adds O/P pairs, then W ops, to ops (room for 8n more) until the device peak fits.
+   CKPT_ERR_INFEASIBLE when no idle boundary is left to offload and no copy left to wait for. */
 static ckpt_result _ckpt_off_insert(const _ckpt_off *o, ckpt_op *ops, int *n_ops, int64_t *live) {
     int iter, i;
-    for (iter = 0; iter < 2 * o->n; iter++) {   /* each of 2n-1 buffers at most once: room for 4n ops */
+    for (iter = 0; iter < 4 * o->n; iter++) {   /* 2n-1 buffers: an O/P and a W each, at most */
         double t, best_bytes = 0, best_gap = 0;
         int best_hidden = 0;
         uint64_t peak, hp;
@@ -2678,7 +2730,12 @@ static ckpt_result _ckpt_off_insert(const _ckpt_off *o, ckpt_op *ops, int *n_ops
                 best_i = st; best_tape = tape; best_p = p; best_r = q;
             }
         }
-        if (best_i < 0) return CKPT_ERR_INFEASIBLE;
+        if (best_i < 0) {       /* nothing idle left: wait for a copy instead */
+            ckpt_op w;
+            if (!_ckpt_off_wait_pick(o, ops, *n_ops, k, &w)) return CKPT_ERR_INFEASIBLE;
+            _ckpt_ops_insert(ops, n_ops, k, w.kind, w.stage, w.tape);
+            continue;
+        }
         _ckpt_ops_insert(ops, n_ops, best_p + 1, CKPT_OP_O, best_i, best_tape);
         _ckpt_ops_insert(ops, n_ops, best_r + 1, CKPT_OP_P, best_i, best_tape);
         r = _ckpt_off_eval(o, ops, *n_ops, &t, &peak, &hp, NULL, live);
@@ -2701,7 +2758,8 @@ static ckpt_result _ckpt_off_hoist(const _ckpt_off *o, ckpt_op *ops, int n_ops) 
         if (ops[q].kind != CKPT_OP_P) continue;
         for (j = q - 1; j >= 0; j--) {
             int st = ops[q].stage, tp = ops[q].tape;
-            if (ops[j].kind == CKPT_OP_P || (ops[j].kind == CKPT_OP_O && ops[j].stage == st && ops[j].tape == tp) ||
+            if (ops[j].kind == CKPT_OP_P ||
+                ((ops[j].kind == CKPT_OP_O || ops[j].kind == CKPT_OP_W) && ops[j].stage == st && ops[j].tape == tp) ||
                 _ckpt_reads_buf(&ops[j], st, tp) || _ckpt_makes_buf(&ops[j], st, tp)) break;
             lo = j;
         }
@@ -2753,8 +2811,8 @@ static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, _c
         if (rj == CKPT_ERR_INFEASIBLE) continue;
         if (rj != CKPT_OK) { r = rj; break; }
         _ckpt_free(o->al, ops); _ckpt_free(o->al, live);
-        ops = (ckpt_op *)_ckpt_malloc(o->al, ((size_t)cand.n_ops + 4 * (size_t)o->n + 4) * sizeof *ops);
-        live = (int64_t *)_ckpt_malloc(o->al, ((size_t)cand.n_ops + 4 * (size_t)o->n + 8) * sizeof *live);
+        ops = (ckpt_op *)_ckpt_malloc(o->al, ((size_t)cand.n_ops + 8 * (size_t)o->n + 4) * sizeof *ops);
+        live = (int64_t *)_ckpt_malloc(o->al, ((size_t)cand.n_ops + 8 * (size_t)o->n + 8) * sizeof *live);
         if (!ops || !live) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; break; }
         memcpy(ops, cand.ops, (size_t)cand.n_ops * sizeof *ops);
         n_ops = cand.n_ops;
@@ -2771,7 +2829,7 @@ static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, _c
         }
     }
     _ckpt_free(o->al, ops); _ckpt_free(o->al, live); _ckpt_free(o->al, cand.ops);
-    info->min_budget = min_budget;
+    info->min_budget = best_n && best_p < min_budget ? best_p : min_budget;
     info->guarantee = CKPT_GUARANTEE_NONE;
     if (r != CKPT_OK) return r;
     return best_n ? CKPT_OK : CKPT_ERR_INFEASIBLE;
@@ -3476,11 +3534,12 @@ static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, cons
     return r == CKPT_OK ? CKPT_OK : _ckpt_fail_stage(ch, i, "backward", r);
 }
 
-/* Names the operation for a profiler: "F3+ name", "F3 name", "B3 name", "O X3", "P T3". */
+/* Names the operation for a profiler: "F3+ name", "F3 name", "B3 name", "O X3", "P T3", "W T3". */
 static void _ckpt_range_push(ckpt_chain *ch, const ckpt_op *op) {
     char label[96];
-    if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P)
-        snprintf(label, sizeof label, "%c %c%d", op->kind == CKPT_OP_O ? 'O' : 'P', op->tape ? 'T' : 'X', op->stage);
+    if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P || op->kind == CKPT_OP_W)
+        snprintf(label, sizeof label, "%c %c%d", op->kind == CKPT_OP_O ? 'O' : op->kind == CKPT_OP_P ? 'P' : 'W',
+                 op->tape ? 'T' : 'X', op->stage);
     else
         snprintf(label, sizeof label, "%c%d%s %s", op->kind == CKPT_OP_F ? 'F' : 'B', op->stage,
                  op->kind == CKPT_OP_F && op->tape ? "+" : "", _ckpt_stage_name(ch, op->stage - 1));
@@ -3517,6 +3576,18 @@ static ckpt_result _ckpt_run_copy_op(ckpt_chain *ch, int k, int lane) {
                          op->tape ? "T" : "X", op->stage, (unsigned long long)hb->bytes);
     ch->stats.copies++;
     return CKPT_OK;
+}
+
+/* W: compute waits for its O's copy (every lane's), so that what runs after it, copies issued
+   later included, may reuse the device buffer. */
+static ckpt_result _ckpt_run_wait_op(ckpt_chain *ch, int k) {
+    const ckpt_backend *be = &ch->be;
+    ckpt_result r = CKPT_OK;
+    int m, o = ch->an.instr[k].src_op;
+    if (!ch->ev_done) return CKPT_OK;       /* copies ran on the compute stream, in order */
+    for (m = 0; m < ch->lanes && r == CKPT_OK; m++)
+        r = be->stream_wait_event(be->state, NULL, ch->ev_done[(size_t)o * ch->lanes + m]);
+    return r == CKPT_OK ? r : _CKPT_ERR(&ch->lg, r, "op %d: waiting for the offload of op %d failed", k, o);
 }
 
 /* Before a compute op: compute waits for the prefetches it reads and for the offload copies whose
@@ -3695,6 +3766,8 @@ static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *c
         if (ch->be.range_push) _ckpt_range_push(ch, op);
         if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P)
             for (m = 0; m < ch->lanes && r == CKPT_OK; m++) r = _ckpt_run_copy_op(ch, k, m);
+        else if (op->kind == CKPT_OP_W)
+            r = _ckpt_run_wait_op(ch, k);
         else
             r = _ckpt_run_compute_op(ch, k, to, gouts, gins);
         if (ch->be.range_pop) ch->be.range_pop(ch->be.state);

@@ -559,6 +559,16 @@ jexpr "offload: 25e9 B/s with ms times plans as 25e6 B/s with times read as s" -
 run --policy offload --bandwidth 25e9 --time-unit ms --budget 400MiB --host-budget 300MiB --json "$OFF"
 expect_rc "offload with --host-budget 300MiB: exit 0" 0
 jexpr "offload: host peak within --host-budget" - 'j["host_budget"] == 300 * 2**20 and j["host_peak"] <= j["host_budget"] and j["peak"] <= j["budget"]'
+# 150 MiB: every idle buffer offloaded still leaves copies in flight over the budget; W ops
+# (compute waits for a copy, the buffer goes) trade a little time for that memory.
+run --policy optimal --budget 150MiB --json "$OFF"
+cp "$TMP/out" "$TMP/opt150.json"
+run --policy offload --bandwidth 25e9 --time-unit ms --budget 150MiB --json "$OFF"
+expect_rc "offload 150MiB: exit 0" 0
+jexpr "offload 150MiB: W ops, each after an O of its buffer" - 'any(o[0] in ("W", "WT") for o in j["ops"]) and all(any(p[0] == "O" + o[0][1:] and p[1] == o[1] for p in j["ops"][:i]) for i, o in enumerate(j["ops"]) if o[0] in ("W", "WT"))'
+jexpr "offload 150MiB: within the budget, faster than optimal there" - 'j["peak"] <= j["budget"] and j["time"] < json.load(open("'"$TMP/opt150.json"'"))["time"]'
+run --policy offload --bandwidth 25e9 --time-unit ms --budget 150MiB "$OFF"
+out_has "offload 150MiB text mode: W in the legend" "WTi"
 run --policy offload --bandwidth 25e9 --time-unit ms --budget 400MiB "$OFF"
 expect_rc "offload text mode: exit 0" 0
 out_has "offload text mode: link line" "link           2.5e+10 B/s"

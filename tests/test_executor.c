@@ -164,12 +164,14 @@ static uint64_t aligned_peak(const chain_case *c, const ckpt_plan *plan) {
 /* Profiler ranges: one push and one pop around every scheduled operation, labelled after it. */
 static const ckpt_op *range_ops;
 static int range_n_ops, pushes, pops, range_bad;
+static int plans_with_waits;    /* plans run that hold W ops */
 static void count_push(void *state, const char *label) {
     const ckpt_op *op = &range_ops[pushes % range_n_ops];
     char want[64];
     (void)state;
-    if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P)
-        snprintf(want, sizeof want, "%c %c%d", op->kind == CKPT_OP_O ? 'O' : 'P', op->tape ? 'T' : 'X', op->stage);
+    if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P || op->kind == CKPT_OP_W)
+        snprintf(want, sizeof want, "%c %c%d", op->kind == CKPT_OP_O ? 'O' : op->kind == CKPT_OP_P ? 'P' : 'W',
+                 op->tape ? 'T' : 'X', op->stage);
     else
         snprintf(want, sizeof want, "%c%d%s stage %d", op->kind == CKPT_OP_F ? 'F' : 'B', op->stage,
                  op->kind == CKPT_OP_F && op->tape ? "+" : "", op->stage - 1);
@@ -198,7 +200,10 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, grads *g, ckpt_p
     if (r != CKPT_OK) return r;
     r = ckpt_chain_plan(ch, pd, info);
     if (r == CKPT_OK) {
+        int k, waits = 0;
         range_ops = ckpt_plan_ops(ckpt_chain_get_plan(ch), &range_n_ops);
+        for (k = 0; k < range_n_ops; k++) waits += range_ops[k].kind == CKPT_OP_W;
+        plans_with_waits += waits > 0;
         pushes = pops = range_bad = 0;
         memset(g, 0, sizeof *g);
         for (step = 0; step < 2; step++) {
@@ -322,9 +327,9 @@ int main(void) {
     CHECK(offloaded > offload_plans / 4, "only %d of %d offload plans offloaded anything", offloaded, offload_plans);
     ckpt_cpu_backend_destroy(&be);
     ckpt_cpu_backend_destroy(&engine);
-    printf("test_executor: %d chains, %d plans run (%d offload plans, %d of them offloading), %d infeasible budgets; "
-           "%d of %d arenas above the aligned lower bound\n", cases, plans, offload_plans, offloaded, infeasible, arena_over,
-           arena_runs);
+    printf("test_executor: %d chains, %d plans run (%d offload plans, %d of them offloading, %d with W ops), %d infeasible "
+           "budgets; %d of %d arenas above the aligned lower bound\n", cases, plans, offload_plans, offloaded,
+           plans_with_waits, infeasible, arena_over, arena_runs);
     CHECK(arena_over * 50 <= arena_runs, "%d of %d arenas above the aligned lower bound (more than 2%%)", arena_over, arena_runs);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

@@ -67,7 +67,8 @@ static int time_eq(double x, double y) {
 }
 
 /* ------------------------------------------------------------------------------------------
-   Printing schedules: F<i>+ keeps its tape, O<i>/P<i> move X[i], O<i>t/P<i>t move T[i]. */
+   Printing schedules: F<i>+ keeps its tape, O<i>/P<i>/W<i> move X[i] (W: wait for its O),
+   O<i>t/P<i>t/W<i>t move T[i]. */
 static void fprint_ops(FILE *f, const ckpt_op *ops, int n_ops) {
     int k;
     for (k = 0; k < n_ops; k++) {
@@ -76,6 +77,7 @@ static void fprint_ops(FILE *f, const ckpt_op *ops, int n_ops) {
         case CKPT_OP_B: fprintf(f, " B%d", ops[k].stage); break;
         case CKPT_OP_O: fprintf(f, " O%d%s", ops[k].stage, ops[k].tape ? "t" : ""); break;
         case CKPT_OP_P: fprintf(f, " P%d%s", ops[k].stage, ops[k].tape ? "t" : ""); break;
+        case CKPT_OP_W: fprintf(f, " W%d%s", ops[k].stage, ops[k].tape ? "t" : ""); break;
         default: fprintf(f, " ?%d/%d", (int)ops[k].kind, ops[k].stage); break;
         }
     }
@@ -106,6 +108,7 @@ static int parse_ops(const char *s, ckpt_op *ops, int cap) {
         case 'B': op.kind = CKPT_OP_B; break;
         case 'O': op.kind = CKPT_OP_O; break;
         case 'P': op.kind = CKPT_OP_P; break;
+        case 'W': op.kind = CKPT_OP_W; break;
         default: return -1;
         }
         v = strtol(s + 1, &end, 10);
@@ -129,8 +132,11 @@ static int parse_ops(const char *s, ckpt_op *ops, int cap) {
      r = the later of its O and its last read (no read of it can come after its P);
      at each compute op c after r and before its P, in order: if the O copy has ended by the
      time c starts (a tie counts as done), it counts through c-1 and is released;
-     if no such c exists, it counts through the op before its P, and the first compute op after
+     a W of the pair before that releases it instead: it counts through the op before the W;
+     if neither exists, it counts through the op before its P, and the first compute op after
      that P waits for the O copy.
+   A W(i) needs an O(i) whose P has not come yet, once per pair; no read of the device copy may
+   follow it. Compute (and every copy issued after it) resumes only when the O's copy is done.
    Host bytes of a pair count from its O through the first read of the version its P brings
    back; when that copy is never read (a P hoisted above a rewrite of the buffer) the host copy
    ends with the device copy, at the P itself, and the next compute op waits for the P's copy.
@@ -161,6 +167,7 @@ typedef struct version {
     int first_read; /* -1 if never read */
     int offload;    /* pair whose O copied it to the host, -1 */
     int from;       /* pair whose P created it, -1 */
+    int waited;     /* a W released it: no more reads */
 } version;
 
 typedef struct pairrec {
@@ -168,6 +175,7 @@ typedef struct pairrec {
     int o, p;           /* op indices */
     int oldv, newv;     /* version copied out, version brought back */
     int release;        /* last op the old device copy counts in */
+    int w;              /* the W op of the pair, -1 */
     double o_end, p_end;
 } pairrec;
 
@@ -194,6 +202,7 @@ static int new_version(uint64_t bytes, int k) {
     V[nv].first_read = -1;
     V[nv].offload = -1;
     V[nv].from = -1;
+    V[nv].waited = 0;
     return nv++;
 }
 static void read_version(int v, int k) {
@@ -243,6 +252,7 @@ static int osim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, double
             if (i >= 2) {   /* reads X[i-1]: its device copy, offloaded or not */
                 v = cur[BX(i - 1)];
                 if (v < 0) return sim_fail(r, k, "F(%d) reads X[i-1], which is not live", i);
+                if (V[v].waited) return sim_fail(r, k, "F(%d) reads X[i-1] after a W released it", i);
                 read_version(v, k);
                 rd[k][0] = v;
             }
@@ -292,15 +302,22 @@ static int osim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, double
             if (i < n) sub_[k] += s->a; /* G[i] (written by B(i+1)) freed after B(i) */
             trans_[k] += s->wb;
             next_b--;
-        } else if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P) {
+        } else if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P || op->kind == CKPT_OP_W) {
             int b, v, p;
             uint64_t bytes;
-            if (op->tape != 0 && op->tape != 1) return sim_fail(r, k, "O/P tape flag %d not 0/1", op->tape);
+            if (op->tape != 0 && op->tape != 1) return sim_fail(r, k, "O/P/W tape flag %d not 0/1", op->tape);
             if (op->tape ? (i < 1 || i > n) : (i < 1 || i > n - 1))
-                return sim_fail(r, k, "O/P buffer index %d out of range", i);
+                return sim_fail(r, k, "O/P/W buffer index %d out of range", i);
             b = op->tape ? BT(i) : BX(i);
             bytes = op->tape ? c[i - 1].t : c[i - 1].a;
-            if (op->kind == CKPT_OP_O) {
+            if (op->kind == CKPT_OP_W) {
+                p = off[b];
+                if (p < 0) return sim_fail(r, k, "W(%d) without an O waiting for its P", i);
+                if (PR[p].w >= 0) return sim_fail(r, k, "W(%d) twice for one O", i);
+                PR[p].w = k;
+                V[PR[p].oldv].waited = 1;
+                op_pair[k] = p;
+            } else if (op->kind == CKPT_OP_O) {
                 if (off[b] >= 0) return sim_fail(r, k, "O(%d) of a buffer already offloaded", i);
                 if (cur[b] < 0) return sim_fail(r, k, "O(%d) of a buffer that is not live", i);
                 p = np++;
@@ -310,6 +327,7 @@ static int osim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, double
                 PR[p].oldv = cur[b];
                 PR[p].newv = -1;
                 PR[p].release = -1;
+                PR[p].w = -1;
                 V[cur[b]].offload = p;
                 off[b] = p;
                 op_pair[k] = p;
@@ -358,7 +376,10 @@ static int osim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, double
             if (cend > r->time) r->time = cend;
         } else {
             j = op_pair[k];
-            if (op->kind == CKPT_OP_O) {
+            if (op->kind == CKPT_OP_W) {        /* release now (unless done), compute waits */
+                if (PR[j].release < 0) PR[j].release = k - 1;
+                if (PR[j].o_end > cend) cend = PR[j].o_end;
+            } else if (op->kind == CKPT_OP_O) {
                 double s = cend > d2h_free ? cend : d2h_free;
                 int from = V[PR[j].oldv].from;      /* a version a P brought back: after that copy */
                 if (from >= 0 && PR[from].p_end > s) s = PR[from].p_end;
@@ -525,6 +546,25 @@ static void test_hand(void) {
        B3 T1 X2 T3 G2 = 220, P1 T1 G2 X1 = 210, F2+ T1 G2 X1 X2 T2 = 320 (X2 unread: freed after),
        B2 T1 G2 X1 T2 G1 = 320, B1 110: peak 320. Host 100. */
     check_hand("X1 offload with a recompute of X2", cx, 3, "F1+ F2 O1 F3+ B3 P1 F2+ B2 B1", 125, 0, 10.8, 320, 100);
+
+    /* W: the slow link of above (bandwidth 10, T copy 9), with W1t right after O1t: compute waits
+       for the copy and T1 goes. 0 F1+ [0,1]; 1 O1t [1,10]; 2 W1t: T1 counts through op 1,
+       compute resumes at 10; F2+ [10,11], F3+ [11,12], B3 [12,14], B2 [14,16]; P1t [16,25];
+       B1 waits: [25,27]. Time 27 (21 without the W). Bytes: F1+ 100, O1t 100, W1t X1 = 10,
+       F2+ 110, F3+ X1 X2 T2 X3 T3 = 210, B3 X1 X2 T2 T3 G2 = 210, B2 120, P1t X1 G1 T1 = 110,
+       B1 100: peak 210 (300 without the W). Host: T1, 90. */
+    check_hand("W on a slow link: time for memory", c, 3, "F1+ O1t W1t F2+ F3+ B3 B2 P1t B1", 10, 0, 27, 210, 90);
+
+    /* A W after the copy released T1 anyway changes nothing: bandwidth 100, as "T1 offload, fast
+       link" (T1 released before F3+); W1t (op 4) waits for 1.9, compute is at 3 already. */
+    check_hand("W after the release", c, 3, "F1+ O1t F2+ F3+ W1t B3 B2 P1t B1", 100, 0, 9.9, 210, 90);
+
+    /* W of a boundary on chain HX, bandwidth 125 (X copy 0.8): 0 F1+ [0,1]; 1 F2+ [1,2];
+       2 O1 [2,2.8]; 3 W1: X1 counts through op 2, compute waits until 2.8; F3+ [2.8,3.8],
+       B3 [3.8,5.8]; 6 P1 [5.8,6.6]; B2 waits: [6.6,8.6]; B1 [8.6,10.6]. Time 10.6. Bytes: F1+
+       110, F2+ 220, O1 220, W1 T1 X2 T2 = 120, F3+ T1 X2 T2 X3 T3 = 230, B3 T1 X2 T2 T3 G2 = 230,
+       P1 T1 T2 G2 X1 = 220, B2 + G1 = 320, B1 110: peak 320. Host: X1, 100. */
+    check_hand("W of a boundary", cx, 3, "F1+ F2+ O1 W1 F3+ B3 P1 B2 B1", 125, 0, 10.6, 320, 100);
 }
 
 /* ==========================================================================================
@@ -577,6 +617,11 @@ static void test_invalid(void) {
     check_bad_str("O of X[n]", c, 3, "F1+ F2+ F3+ O3 B3 P3 B2 B1");
     check_bad_str("O of X[0]", c, 3, "O0 F1+ F2+ F3+ B3 B2 P0 B1");
     check_bad_str("O of T[n+1]", c, 3, "F1+ F2+ F3+ O4t B3 P4t B2 B1");
+    check_bad_str("W without O", c, 3, "F1+ W1t F2+ F3+ B3 B2 B1");
+    check_bad_str("W twice for one O", c, 3, "F1+ O1t W1t W1t F2+ F3+ B3 B2 P1t B1");
+    check_bad_str("W after its P", c, 3, "F1+ O1t F2+ F3+ B3 B2 P1t W1t B1");
+    check_bad_str("F2 reads X1 after W1 released it", c, 3, "F1+ O1 W1 F2+ F3+ B3 P1 B2 B1");
+    check_bad_str("W of X[n]", c, 3, "F1+ F2+ F3+ W3 B3 B2 B1");
 
     /* Bad tape flags on O and P. */
     n_ops = parse_ops("F1+ O1t F2+ F3+ B3 B2 P1t B1", ops, 64);
@@ -809,9 +854,9 @@ static void test_random(int n_chains) {
 }
 
 /* ------------------------------------------------------------------------------------------
-   4b. Differential: random schedules with O/P pairs inserted into planned F/B schedules (valid
-   by construction: each pair sits inside the life of one version, before its consumer or its
-   next write), and random mutations of them (dropped, duplicated or swapped ops, a flipped tape
+   4b. Differential: random schedules with O/P pairs (some with a W) inserted into planned F/B
+   schedules (valid by construction: each pair sits inside the life of one version, before its
+   consumer or its next write), and random mutations of them (dropped, duplicated or swapped ops, a flipped tape
    flag). osim() and ckpt_schedule_simulate_offload must agree on validity and, when valid, on
    time, peak and host peak. */
 typedef struct ins { int before, order; ckpt_op op; } ins;
@@ -822,7 +867,7 @@ static int cmp_ins(const void *x, const void *y) {
     return a->order < b->order ? -1 : a->order > b->order;
 }
 
-/* Inserts random O/P pairs into the F/B schedule src; returns the new length. */
+/* Inserts random O/P pairs (some with a W) into the F/B schedule src; returns the new length. */
 static int insert_pairs(const ckpt_cost *c, int n, const ckpt_op *src, int n_src, ckpt_op *dst, int percent) {
     static ins list[2 * MAX_OPS];
     const int cap = 2 * MAX_OPS - 4, out_cap = MAX_OPS - 8;
@@ -843,7 +888,7 @@ static int insert_pairs(const ckpt_cost *c, int n, const ckpt_op *src, int n_src
                 if (buf == 1 && ((q->kind == CKPT_OP_F && q->stage == i && q->tape) || (q->kind == CKPT_OP_B && q->stage == i)))
                     e = j;
             }
-            if (e < 0 || !rnd_chance(percent) || n_ins > cap || n_src + n_ins + 4 > out_cap) continue;
+            if (e < 0 || !rnd_chance(percent) || n_ins > cap || n_src + n_ins + 6 > out_cap) continue;
             if (rnd_chance(15)) {   /* out, back, out again, back again */
                 int at[4], x, y;
                 for (x = 0; x < 4; x++) at[x] = rnd_int(k + 1, e);
@@ -868,6 +913,19 @@ static int insert_pairs(const ckpt_cost *c, int n, const ckpt_op *src, int n_src
             list[n_ins].op.stage = i;
             list[n_ins].op.tape = buf;
             n_ins++;
+            if (rnd_chance(30)) {   /* a W between them, after the last read of X[i] (by F(i+1)) */
+                int lo = o_at;
+                for (j = k + 1; j < p_at; j++)
+                    if (buf == 0 && src[j].kind == CKPT_OP_F && src[j].stage == i + 1 && j + 1 > lo) lo = j + 1;
+                if (lo <= p_at) {
+                    list[n_ins].before = rnd_int(lo, p_at);
+                    list[n_ins].order = n_ins;
+                    list[n_ins].op.kind = CKPT_OP_W;
+                    list[n_ins].op.stage = i;
+                    list[n_ins].op.tape = buf;
+                    n_ins++;
+                }
+            }
             list[n_ins].before = p_at;
             list[n_ins].order = n_ins;
             list[n_ins].op.kind = CKPT_OP_P;
@@ -937,7 +995,7 @@ static int compare_sims(const char *what, const ckpt_cost *c, int n, const ckpt_
 static void test_random_schedules(int n_chains) {
     ckpt_cost c[MAXN];
     static ckpt_op ops[MAX_OPS], mut[MAX_OPS];
-    int ch, valid = 0, mutants = 0, mutants_valid = 0;
+    int ch, valid = 0, mutants = 0, mutants_valid = 0, n_waits = 0;
     for (ch = 0; ch < n_chains; ch++) {
         int n = rnd_int(1, 8), rep;
         ckpt_plan_desc pd;
@@ -964,6 +1022,7 @@ static void test_random_schedules(int n_chains) {
             if (rnd_chance(30)) bwh = bw * (0.25 + 3.75 * rnd_unit());
             CHECK(compare_sims("random pairs", c, n, ops, n_ops, bw, bwh), "a schedule built valid is rejected");
             valid++;
+            for (j = 0; j < n_ops; j++) n_waits += ops[j].kind == CKPT_OP_W;
             for (m = 0; m < 4; m++) {   /* mutants */
                 int n_mut = n_ops, a = rnd_int(0, n_ops - 1), b2 = rnd_int(0, n_ops - 1);
                 ckpt_op t;
@@ -982,7 +1041,8 @@ static void test_random_schedules(int n_chains) {
         }
         ckpt_plan_destroy(pl);
     }
-    printf("differential: %d random valid offload schedules, %d mutants (%d of them valid) compared\n", valid,
+    printf("differential: %d random valid offload schedules (%d W ops in them), %d mutants (%d of them valid) "
+           "compared\n", valid, n_waits,
            mutants, mutants_valid);
 }
 

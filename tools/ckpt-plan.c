@@ -584,8 +584,8 @@ static int derive_views(const ckpt_op *ops, int n_ops, int n, stage_view *sv) {
     for (i = 0; i < n; i++) sv[i].fwd_runs = sv[i].tape_first = sv[i].checkpoint = 0;
     for (k = 0; k < n_ops; k++) {
         int s = ops[k].stage;
-        if (s < 1 || s > n || ops[k].kind < CKPT_OP_F || ops[k].kind > CKPT_OP_P) return 0;
-        if (ops[k].kind == CKPT_OP_O || ops[k].kind == CKPT_OP_P) continue;
+        if (s < 1 || s > n || ops[k].kind < CKPT_OP_F || ops[k].kind > CKPT_OP_W) return 0;
+        if (ops[k].kind != CKPT_OP_F && ops[k].kind != CKPT_OP_B) continue;     /* O, P, W */
         if (ops[k].kind == CKPT_OP_F) {
             if (sv[s - 1].fwd_runs++ == 0) sv[s - 1].tape_first = ops[k].tape != 0;
             if (s == n && p_fn < 0) p_fn = k;
@@ -608,6 +608,11 @@ static int derive_views(const ckpt_op *ops, int n_ops, int n, stage_view *sv) {
 
 /* ---------------------------------------------------------------------------------------------
    Output */
+
+/* The letter of an offload op: O (offload), P (prefetch), W (wait for the offload). */
+static char copy_op_letter(ckpt_op_kind kind) {
+    return kind == CKPT_OP_O ? 'O' : kind == CKPT_OP_P ? 'P' : 'W';
+}
 
 static void json_string(FILE *o, const char *s) {
     fputc('"', o);
@@ -747,7 +752,7 @@ static void print_json(FILE *o, const run_result *r) {
             fputs(i == 0 ? "\n    " : (i % 8 == 0 ? ",\n    " : ", "), o);
             if (op->kind == CKPT_OP_F) fprintf(o, "[\"F\", %d, %d]", op->stage, op->tape ? 1 : 0);
             else if (op->kind == CKPT_OP_B) fprintf(o, "[\"B\", %d]", op->stage);
-            else fprintf(o, "[\"%s%s\", %d]", op->kind == CKPT_OP_O ? "O" : "P", op->tape ? "T" : "", op->stage);
+            else fprintf(o, "[\"%c%s\", %d]", copy_op_letter(op->kind), op->tape ? "T" : "", op->stage);
         }
         if (r->n_ops) fputs("\n  ", o);
     }
@@ -882,7 +887,7 @@ static void print_text(FILE *o, const run_result *r) {
             else if (r->ops[i].kind == CKPT_OP_B)
                 l = snprintf(op, sizeof op, "B%d", r->ops[i].stage);
             else
-                l = snprintf(op, sizeof op, "%c%s%d", r->ops[i].kind == CKPT_OP_O ? 'O' : 'P', r->ops[i].tape ? "T" : "",
+                l = snprintf(op, sizeof op, "%c%s%d", copy_op_letter(r->ops[i].kind), r->ops[i].tape ? "T" : "",
                              r->ops[i].stage);
             if (col + l + 1 > 100) {
                 fputs("\n          ", o);
@@ -895,7 +900,9 @@ static void print_text(FILE *o, const run_result *r) {
             col += l;
         }
         fputs("\n          (Fi+ forward keeping its tape, Fi forward without, Bi backward", o);
-        if (in->n_offloaded) fputs(";\n           Oi / Pi offload / prefetch X[i], OTi / PTi the same for stage i's tape", o);
+        if (in->n_offloaded)
+            fputs(";\n           Oi / Pi / Wi offload / prefetch / wait for the offload of X[i], OTi / PTi / WTi the\n"
+                  "           same for stage i's tape", o);
         fputs(")\n", o);
     }
 }
