@@ -133,17 +133,17 @@
    Memory: an offloaded device copy is released once it has no more reads before its P and its
    copy is done by the time the next compute op would start (it counts up to the op before);
    otherwise it counts until the op before its W, or without a W until the op before its P (and
-   the next compute op waits for the copy). peak
-   counts device bytes during every op, O and P included; host_peak counts the pinned pool.
+   the next compute op waits for the copy). peak counts device bytes during every op, O, P and
+   W included; host_peak counts the pinned pool.
    The planner: recompute-only plans made for budgets from the given one up to store-all's peak,
    each brought under the budget by offloading buffers idle across its peak (copies that fit in
    the compute of their gap first, then the largest) and, when no idle buffer is left, by a W
    for the offloaded buffer whose copy ends first, just before the op over the budget; every P is
    then moved as early as the budgets allow; the fastest wins (ties: the smaller device peak). It
-   is never predicted slower than optimal at the same budget, which is one of the candidates, and
-   W lets it plan below optimal's smallest budget. It is a heuristic: no optimality guarantee. Its
-   min_budget is the smaller of optimal's and the peak it planned (when infeasible: optimal's,
-   an upper bound of the offload policy's true minimum).
+   is never predicted slower than optimal at the same budget, which is one of the candidates; on
+   some chains it also plans below optimal's smallest budget. It is a heuristic: no optimality
+   guarantee. Its min_budget is the smaller of optimal's and the peak it planned (when
+   infeasible: optimal's, an upper bound of the offload policy's true minimum).
 
    PARAMETER STREAMING AND MICROBATCHES
    ------------------------------------
