@@ -39,7 +39,10 @@
 #include "../examples/mlp_cpu.c"
 #include <cblas.h>              /* included by the example already; CMake looks for it here */
 
-#define MAX_FRACS 32
+#define BENCH_MEM_LABEL "arena MiB"
+#define BENCH_MEM_CSV "arena_bytes"
+#define BENCH_MEM_BYTES(r) ((r)->stats.arena_bytes)
+#include "bench_common.h"
 
 static void usage(const char *prog)
 {
@@ -51,22 +54,6 @@ static void usage(const char *prog)
             "          --policies every-k,sqrt,greedy,optimal (and offload with --bandwidth)\n",
             prog);
     exit(2);
-}
-
-/* "1,0.8,0.5" into fracs; the count, or 0 when the list is malformed. */
-static int parse_fracs(const char *s, double *fracs)
-{
-    int n = 0;
-    while (*s) {
-        char *end;
-        double f = strtod(s, &end);
-        if (end == s || !(f > 0.0) || n == MAX_FRACS) return 0;
-        fracs[n++] = f;
-        s = end;
-        if (*s == ',') s++;
-        else if (*s) return 0;
-    }
-    return n;
 }
 
 /* "optimal,every-k" into policies (ckpt_policy_name's spellings); the count, or 0. */
@@ -88,61 +75,6 @@ static int parse_policies(const char *s, ckpt_policy *out)
         if (*s == ',') s++;
     }
     return n;
-}
-
-static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
-
-static void print_header(const Config *cfg, int csv)
-{
-    if (csv) {
-        printf("policy,k,frac,budget_bytes,feasible,planned_peak,measured_peak,arena_bytes,n_recomputed,"
-               "pred_ms,meas_ms,pred_ratio,meas_ratio,mem_ratio,min_budget,grads_identical,"
-               "pinned_bytes,loads_per_step,slot_bytes\n");
-        return;
-    }
-    printf("%-14s %5s %12s %12s", "policy", "frac", "planned MiB", "arena MiB");
-    if (cfg->bandwidth_gbs > 0.0) printf(" %10s", "pinned MiB");
-    if (cfg->stream) printf(" %6s %9s", "loads", "slot MiB");
-    printf(" %6s %9s %9s %7s %7s %6s %s\n", "recomp", "pred ms", "meas ms", "pred x", "meas x", "mem x", "grads");
-}
-
-static double loads_per_step(const Run *r)
-{
-    return r->stats.steps ? (double)r->stats.param_loads / (double)r->stats.steps : 0.0;
-}
-
-static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, double frac, uint64_t budget,
-                      int same)
-{
-    char name[32];
-    run_name(r, name, sizeof name);
-    if (csv) {
-        if (!r->feasible) {
-            printf("%s,,%g,%llu,0,,,,,,,,,,%llu,,,,\n", ckpt_policy_name(r->policy), frac,
-                   (unsigned long long)budget, (unsigned long long)r->info.min_budget);
-            return;
-        }
-    } else if (!r->feasible) {
-        printf("%-14s %5.2f infeasible (min budget %.2f MiB = %.3f of store-all)\n", name, frac,
-               mib(r->info.min_budget), (double)r->info.min_budget / (double)ref->info.peak);
-        return;
-    }
-    double pred_x = r->info.time / ref->info.time, meas_x = r->ms_per_step / ref->ms_per_step;
-    double mem_x = (double)r->info.peak / (double)ref->info.peak;
-    if (csv) {
-        printf("%s,%d,%g,%llu,1,%llu,%llu,%llu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%llu,%d,%llu,%.2f,%llu\n",
-               ckpt_policy_name(r->policy), r->info.k, frac, (unsigned long long)budget,
-               (unsigned long long)r->info.peak, (unsigned long long)r->stats.measured_peak,
-               (unsigned long long)r->stats.arena_bytes, r->info.n_recomputed, r->info.time, r->ms_per_step,
-               pred_x, meas_x, mem_x, (unsigned long long)r->info.min_budget, same,
-               (unsigned long long)r->stats.pool_bytes, loads_per_step(r), (unsigned long long)r->stats.slot_bytes);
-        return;
-    }
-    printf("%-14s %5.2f %12.2f %12.2f", name, frac, mib(r->info.peak), mib(r->stats.arena_bytes));
-    if (cfg->bandwidth_gbs > 0.0) printf(" %10.2f", mib(r->stats.pool_bytes));
-    if (cfg->stream) printf(" %6.1f %9.2f", loads_per_step(r), mib(r->stats.slot_bytes));
-    printf(" %6d %9.3f %9.3f %7.3f %7.3f %6.3f %s\n", r->info.n_recomputed, r->info.time, r->ms_per_step, pred_x,
-           meas_x, mem_x, same ? "same" : "DIFFER");
 }
 
 int main(int argc, char **argv)
