@@ -1235,8 +1235,11 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
         } else if (op->kind == CKPT_OP_P) {
             int o = in->src_op, old = an->instr[o].in;
             double start = clock > h2d_free ? clock : h2d_free;
+            /* Still on the device: it goes now. A P between here and the next compute op (which
+               waits for the copy) may reuse its region: safe, as the host-to-device stream runs
+               in order and this P's copy already waits for that O's copy. */
             for (j = 0; j < np; j++)
-                if (pending[j] == old) {          /* still on the device: it goes now */
+                if (pending[j] == old) {
                     if (an->bufs[old].end < k - 1) an->bufs[old].end = k - 1;
                     if (copy_end[o] > must_wait) must_wait = copy_end[o];
                     an->o_next[o] = forced_head; forced_head = o;
@@ -2703,7 +2706,7 @@ static int _ckpt_off_wait_pick(const _ckpt_off *o, const ckpt_op *ops, int n_ops
    CKPT_ERR_INFEASIBLE when no idle boundary is left to offload and no copy left to wait for. */
 static ckpt_result _ckpt_off_insert(const _ckpt_off *o, ckpt_op *ops, int *n_ops, int64_t *live) {
     int iter, i;
-    for (iter = 0; iter < 4 * o->n; iter++) {   /* 2n-1 buffers: an O/P and a W each, at most */
+    for (iter = 0; iter < 4 * o->n; iter++) {   /* at most 2 ops each: the caller's room of 8n */
         double t, best_bytes = 0, best_gap = 0;
         int best_hidden = 0;
         uint64_t peak, hp;

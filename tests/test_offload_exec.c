@@ -16,6 +16,7 @@
 #include "../ckpt.h"
 #include "../backends/ckpt_cpu.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,13 +30,16 @@
 static int failures = 0, checks = 0;
 #define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
 
-/* Compute intervals, recorded by the stages; copy intervals, by the engine's trace. */
+/* Compute intervals, recorded by the stages; copy intervals, by the engine's trace (called from
+   both copy threads: each call takes its own slot). */
 #define MAXI 4096
 static double comp_iv[MAXI][2], copy_iv[MAXI][2];
-static int n_comp, n_copy;
+static int n_comp;
+static atomic_int n_copy;
 static void trace(void *user, ckpt_copy_kind stream, double t0, double t1, size_t bytes) {
+    int i = atomic_fetch_add(&n_copy, 1);
     (void)user; (void)stream; (void)bytes;
-    if (n_copy < MAXI) { copy_iv[n_copy][0] = t0; copy_iv[n_copy][1] = t1; n_copy++; }
+    if (i < MAXI) { copy_iv[i][0] = t0; copy_iv[i][1] = t1; }
 }
 static void spin(double ms) {
     double t0 = ckpt_cpu_now_ms(), t1;
@@ -126,8 +130,8 @@ static double step(ckpt_chain *ch, ckpt_result *r) {
 }
 
 static int overlaps(void) {
-    int i, j, hits = 0;
-    for (i = 0; i < n_copy; i++)
+    int i, j, hits = 0, n = n_copy < MAXI ? n_copy : MAXI;
+    for (i = 0; i < n; i++)
         for (j = 0; j < n_comp; j++) {
             double lo = copy_iv[i][0] > comp_iv[j][0] ? copy_iv[i][0] : comp_iv[j][0];
             double hi = copy_iv[i][1] < comp_iv[j][1] ? copy_iv[i][1] : comp_iv[j][1];
@@ -185,7 +189,8 @@ int main(void) {
            info.n_offloaded, info.n_recomputed, info.time, info.compute_time, info.store_all_time,
            (unsigned long long)info.peak, (unsigned long long)pd.budget, (unsigned long long)info.host_peak);
     for (s = 0; s < 3; s++) {
-        n_comp = n_copy = 0;
+        n_comp = 0;
+        n_copy = 0;
         t = step(ch, &r);
         CHECK(r == CKPT_OK, "offload step %d: %s", s, ckpt_result_string(r));
         CHECK(memcmp(gx, ref_gx, sizeof gx) == 0 && memcmp(dw, ref_dw, sizeof dw) == 0,
