@@ -2,10 +2,11 @@
    list and the table (text or CSV) of one line per (policy, budget).
 
    Include it after the example (examples/mlp_cpu.c or examples/mlp_cuda.cu): it uses the
-   example's Config, Run and run_name. The includer first defines
+   example's Config, Session, Run, run_name and same_grads. The includer first defines
      BENCH_MEM_LABEL     the text column of the memory the backend allocated ("device MiB"),
      BENCH_MEM_CSV       its CSV column name ("device_peak"),
-     BENCH_MEM_BYTES(r)  those bytes for Run *r. */
+     BENCH_MEM_BYTES(r)  those bytes for Run *r,
+     BENCH_TRAIN         the example's function that trains a Session under a plan desc. */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
 
@@ -84,6 +85,36 @@ static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, 
     if (cfg->stream) printf(" %6.1f %9.2f", loads_per_step(r), mib(r->stats.slot_bytes));
     printf(" %6d %9.3f %9.3f %7.3f %7.3f %6.3f %s\n", r->info.n_recomputed, r->info.time, r->ms_per_step, pred_x,
            meas_x, mem_x, same ? "same" : "DIFFER");
+}
+
+/* Every policy at every budget (fracs of ref's planned peak), a line each, the offload policy
+   planned for --bandwidth. Returns 1 when every feasible run's gradients are bit-identical to
+   ref's. */
+static int bench_sweep(Session *ss, const Config *cfg, int csv, const Run *ref, const double *fracs, int n_fracs,
+                       const ckpt_policy *policies, int n_policies)
+{
+    int all_same = 1;
+    for (int f = 0; f < n_fracs; f++) {
+        uint64_t budget = (uint64_t)(fracs[f] * (double)ref->info.peak);
+        if (budget == 0) budget = 1;        /* 0 would mean "no limit" */
+        for (int i = 0; i < n_policies; i++) {
+            Run run;
+            ckpt_plan_desc pd;
+            memset(&pd, 0, sizeof pd);
+            pd.policy = policies[i];
+            pd.budget = budget;             /* every-k gets k = 0: the best k that fits */
+            if (pd.policy == CKPT_POLICY_OFFLOAD)
+                pd.bandwidth = cfg->bandwidth_gbs * 1e9 / 1e3;   /* bytes per ms: stage times are in ms */
+            BENCH_TRAIN(ss, &pd, &run);
+            int same = run.feasible ? same_grads(ss, &run, ref) : 0;
+            if (run.feasible) all_same &= same;
+            print_run(cfg, csv, &run, ref, fracs[f], budget, same);
+            fflush(stdout);
+            free(run.grads);
+        }
+        if (!csv) printf("\n");
+    }
+    return all_same;
 }
 
 #endif /* BENCH_COMMON_H */

@@ -42,6 +42,7 @@
 #define BENCH_MEM_LABEL "arena MiB"
 #define BENCH_MEM_CSV "arena_bytes"
 #define BENCH_MEM_BYTES(r) ((r)->stats.arena_bytes)
+#define BENCH_TRAIN session_train
 #include "bench_common.h"
 
 static void usage(const char *prog)
@@ -135,24 +136,7 @@ int main(int argc, char **argv)
     print_run(&cfg, csv, &ref, &ref, 1.0, ref.info.peak, 1);
     if (!csv) printf("\n");
 
-    int all_same = 1;
-    for (int f = 0; f < n_fracs; f++) {
-        uint64_t budget = (uint64_t)(fracs[f] * (double)ref.info.peak);
-        if (budget == 0) budget = 1;        /* 0 would mean "no limit" */
-        for (int i = 0; i < n_policies; i++) {
-            Run run;
-            memset(&pd, 0, sizeof pd);
-            pd.policy = policies[i];
-            pd.budget = budget;             /* every-k gets k = 0: the best k that fits */
-            session_train(&ss, &pd, &run);
-            int same = run.feasible ? same_grads(&ss, &run, &ref) : 0;
-            if (run.feasible) all_same &= same;
-            print_run(&cfg, csv, &run, &ref, fracs[f], budget, same);
-            fflush(stdout);
-            free(run.grads);
-        }
-        if (!csv) printf("\n");
-    }
+    int all_same = bench_sweep(&ss, &cfg, csv, &ref, fracs, n_fracs, policies, n_policies);
 
     free(ref.grads);
     session_close(&ss);

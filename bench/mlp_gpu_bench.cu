@@ -36,6 +36,7 @@
 #define BENCH_MEM_LABEL "device MiB"
 #define BENCH_MEM_CSV "device_peak"
 #define BENCH_MEM_BYTES(r) ((r)->device_peak)
+#define BENCH_TRAIN train
 #include "bench_common.h"
 
 static void usage(const char *prog)
@@ -100,27 +101,8 @@ int main(int argc, char **argv)
     /* The offload line (last) only with --bandwidth. */
     const ckpt_policy policies[] = { CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
                                      CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD };
-    size_t n_policies = sizeof policies / sizeof policies[0] - (cfg.bandwidth_gbs > 0.0 ? 0 : 1);
-    int all_same = 1;
-    for (int f = 0; f < n_fracs; f++) {
-        uint64_t budget = (uint64_t)(fracs[f] * (double)ref.info.peak);
-        if (budget == 0) budget = 1;        /* 0 would mean "no limit" */
-        for (size_t i = 0; i < n_policies; i++) {
-            Run run;
-            memset(&pd, 0, sizeof pd);
-            pd.policy = policies[i];
-            pd.budget = budget;             /* every-k gets k = 0: the best k that fits */
-            if (pd.policy == CKPT_POLICY_OFFLOAD)
-                pd.bandwidth = cfg.bandwidth_gbs * 1e9 / 1e3;   /* bytes per ms: stage times are in ms */
-            train(&ss, &pd, &run);
-            int same = run.feasible ? same_grads(&ss, &run, &ref) : 0;
-            if (run.feasible) all_same &= same;
-            print_run(&cfg, csv, &run, &ref, fracs[f], budget, same);
-            fflush(stdout);
-            free(run.grads);
-        }
-        if (!csv) printf("\n");
-    }
+    int n_policies = (int)(sizeof policies / sizeof policies[0]) - (cfg.bandwidth_gbs > 0.0 ? 0 : 1);
+    int all_same = bench_sweep(&ss, &cfg, csv, &ref, fracs, n_fracs, policies, n_policies);
 
     free(ref.grads);
     session_close(&ss);
