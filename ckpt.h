@@ -2369,11 +2369,11 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
     if (r == CKPT_OK && dense) {
         _ckpt_dense D;
         D.d = &d; D.M = (int64_t)(budget / unit);
-        D.tab = (double *)_ckpt_malloc(al, (size_t)n * (size_t)(n + 1) / 2 * (size_t)(D.M + 1) * sizeof(double));
-        D.tabt = NULL;
-        if (_ckpt_dense_bytes(n, (uint64_t)D.M) > (double)_CKPT_DENSE_TMAJOR_BYTES)
-            D.tabt = (double *)_ckpt_malloc(al, (size_t)n * (size_t)(n + 1) / 2 * (size_t)(D.M + 1) * sizeof(double));
-        if (!D.tab || (!D.tabt && _ckpt_dense_bytes(n, (uint64_t)D.M) > (double)_CKPT_DENSE_TMAJOR_BYTES))
+        size_t tab_bytes = (size_t)n * (size_t)(n + 1) / 2 * (size_t)(D.M + 1) * sizeof(double);
+        int want_t = _ckpt_dense_bytes(n, (uint64_t)D.M) > (double)_CKPT_DENSE_TMAJOR_BYTES;
+        D.tab = (double *)_ckpt_malloc(al, tab_bytes);
+        D.tabt = want_t ? (double *)_ckpt_malloc(al, tab_bytes) : NULL;
+        if (!D.tab || (want_t && !D.tabt))
             r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         else {
             int64_t m = 0;
@@ -2606,8 +2606,9 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
    offload: the recompute-only optimum) up to store-all's peak, the planner takes optimal's plan,
    then repeatedly finds the first op over the budget and offloads the boundary idle across it
    (O right after its last access, P right before its next read), preferring copies that fit in
-   the compute of the gap and then the largest boundary; then it moves each P as early as device
-   memory and the host budget allow. The fastest result by makespan wins, so the plan is never
+   the compute of the gap and then the largest boundary, or, with none left, waits there for the
+   copy that ends first (W); then it moves each P as early as device memory and the host budget
+   allow. The fastest result by makespan wins, so the plan is never
    predicted slower than the recompute-only optimum. */
 
 /* Buffer (i, tape): tape 0 is X[i], read by F(i+1) and B(i+1); tape 1 is T[i], read by B(i). */
@@ -3120,9 +3121,14 @@ static void _ckpt_free_events(ckpt_chain *ch, void **ev, size_t n) {
     _ckpt_free(&ch->al, ev);
 }
 
-static void _ckpt_chain_drop_plan(ckpt_chain *ch) {
-    /* a forward leaves copies in flight (its offloads, prefetches for the backward) */
+/* Waits for the copies a forward or a failed step left in flight (offloads, prefetches,
+   parameter loads, gradient stores) before their buffers are reused or freed. */
+static void _ckpt_sync_copies(ckpt_chain *ch) {
     if ((ch->pool || ch->streaming) && ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);
+}
+
+static void _ckpt_chain_drop_plan(ckpt_chain *ch) {
+    _ckpt_sync_copies(ch);
     if (ch->arena) ch->be.free(ch->be.state, ch->arena);
     ch->arena = NULL; ch->arena_bytes = 0;
     if (ch->pool) ch->be.free_pinned(ch->be.state, ch->pool);
@@ -3140,21 +3146,23 @@ static void _ckpt_chain_drop_plan(ckpt_chain *ch) {
 }
 
 /* >>streaming: slots and events (allocated with the chain) */
+static void _ckpt_event_drop(ckpt_chain *ch, void **ev) {
+    if (*ev) ch->be.event_destroy(ch->be.state, *ev);
+    *ev = NULL;
+}
+
 static void _ckpt_stream_free(ckpt_chain *ch) {
     int i;
-    void **evs[4];
-    evs[0] = ch->ev_pfree; evs[1] = ch->ev_pload; evs[2] = ch->ev_gdone; evs[3] = &ch->ev_bdone;
     for (i = 0; i < 2; i++) {
         if (ch->pslot[i]) ch->be.free(ch->be.state, ch->pslot[i]);
         if (ch->gslot[i]) ch->be.free(ch->be.state, ch->gslot[i]);
         if (ch->gstage[i]) ch->be.free_pinned(ch->be.state, ch->gstage[i]);
         ch->pslot[i] = ch->gslot[i] = ch->gstage[i] = NULL;
+        _ckpt_event_drop(ch, &ch->ev_pfree[i]);
+        _ckpt_event_drop(ch, &ch->ev_pload[i]);
+        _ckpt_event_drop(ch, &ch->ev_gdone[i]);
     }
-    for (i = 0; i < 7; i++) {
-        void **e = i < 6 ? &evs[i / 2][i % 2] : evs[3];
-        if (*e) ch->be.event_destroy(ch->be.state, *e);
-        *e = NULL;
-    }
+    _ckpt_event_drop(ch, &ch->ev_bdone);
 }
 
 static ckpt_result _ckpt_stream_setup(ckpt_chain *ch) {
@@ -3222,8 +3230,6 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
     ch->hooks = desc->rng_hooks; ch->seed = desc->seed; ch->rng_next = desc->rng_offset;
     ch->stats.failed_stage = -1;
     ch->lanes = desc->microbatches > 0 ? desc->microbatches : 1;
-    ch->pslot_stage[0] = ch->pslot_stage[1] = ch->last_pslot = -1;
-    ch->gstage_owner[0] = ch->gstage_owner[1] = -1;
     ch->stages = (ckpt_stage_desc *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->stages);
     ch->names = (char **)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->names);
     ch->costs = (ckpt_cost *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->costs);
@@ -3788,13 +3794,24 @@ static void _ckpt_sweep_begin(ckpt_chain *ch) {
     ch->pload_pending[0] = ch->pload_pending[1] = 0;
 }
 
-static void _ckpt_abandon_step(ckpt_chain *ch) {
+/* Adds both staged gradients into host_grads, the older first; stops at the first failure. */
+static ckpt_result _ckpt_grad_drain_all(ckpt_chain *ch) {
+    ckpt_result r = _ckpt_grad_drain(ch, ch->next_g);
+    return r == CKPT_OK ? _ckpt_grad_drain(ch, ch->next_g ^ 1) : r;
+}
+
+/* No step in progress: the chain holds no inputs. */
+static void _ckpt_step_clear(ckpt_chain *ch) {
     int m;
-    if ((ch->pool || ch->streaming) && ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);   /* copies in flight */
-    if (ch->streaming) { (void)_ckpt_grad_drain(ch, ch->next_g); (void)_ckpt_grad_drain(ch, ch->next_g ^ 1); }
     ch->state = _CKPT_IDLE;
-    ch->rng_next = ch->rng_step_start;   /* a failed step consumes no random numbers */
     for (m = 0; m < ch->lanes; m++) ch->inputs[m] = NULL;
+}
+
+static void _ckpt_abandon_step(ckpt_chain *ch) {
+    _ckpt_sync_copies(ch);
+    if (ch->streaming) { (void)_ckpt_grad_drain(ch, ch->next_g); (void)_ckpt_grad_drain(ch, ch->next_g ^ 1); }
+    ch->rng_next = ch->rng_step_start;   /* a failed step consumes no random numbers */
+    _ckpt_step_clear(ch);
 }
 
 static uint64_t _ckpt_live_after_forward(const ckpt_chain *ch) {
@@ -3827,7 +3844,6 @@ CKPT_API ckpt_result ckpt_forward_microbatches(ckpt_chain *ch, const void *const
 CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *ch, const void *const *grad_outputs, void *const *grad_inputs) {
     uint64_t live;
     ckpt_result r;
-    int m;
     if (!ch || !grad_outputs) return CKPT_ERR_NULL_ARGUMENT;
     if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "ckpt_backward: no plan; call ckpt_chain_plan first");
     if (ch->state != _CKPT_FORWARD_DONE)
@@ -3840,13 +3856,11 @@ CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *ch, const void *cons
         _ckpt_abandon_step(ch);
         return _CKPT_ERR(&ch->lg, r, "ckpt_backward: the backend failed to synchronize");
     }
-    if (ch->streaming && ((r = _ckpt_grad_drain(ch, ch->next_g)) != CKPT_OK ||   /* the older first */
-                          (r = _ckpt_grad_drain(ch, ch->next_g ^ 1)) != CKPT_OK)) {
+    if (ch->streaming && (r = _ckpt_grad_drain_all(ch)) != CKPT_OK) {
         _ckpt_abandon_step(ch);
         return r;
     }
-    ch->state = _CKPT_IDLE;
-    for (m = 0; m < ch->lanes; m++) ch->inputs[m] = NULL;
+    _ckpt_step_clear(ch);
     ch->stats.steps++;
     return CKPT_OK;
 }
@@ -3866,12 +3880,9 @@ CKPT_API ckpt_result ckpt_backward(ckpt_chain *ch, const void *grad_output, void
 }
 
 CKPT_API void ckpt_chain_reset_step(ckpt_chain *ch) {
-    int m;
     if (ch && ch->state == _CKPT_FORWARD_DONE) {
-        /* the forward's copies must not land in the next step's buffers */
-        if ((ch->pool || ch->streaming) && ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);
-        ch->state = _CKPT_IDLE;
-        for (m = 0; m < ch->lanes; m++) ch->inputs[m] = NULL;
+        _ckpt_sync_copies(ch);      /* the forward's copies must not land in the next step's buffers */
+        _ckpt_step_clear(ch);
     }
 }
 
