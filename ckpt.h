@@ -2735,7 +2735,7 @@ static ckpt_result _ckpt_off_insert(const _ckpt_off *o, ckpt_op *ops, int *n_ops
             }
         }
         if (best_i < 0) {       /* nothing idle left: wait for a copy instead */
-            ckpt_op w;
+            ckpt_op w = {CKPT_OP_W, 0, 0};   /* set by the pick; initialised for -O3 -Wmaybe-uninitialized */
             if (!_ckpt_off_wait_pick(o, ops, *n_ops, k, &w)) return CKPT_ERR_INFEASIBLE;
             _ckpt_ops_insert(ops, n_ops, k, w.kind, w.stage, w.tape);
             continue;

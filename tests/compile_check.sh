@@ -5,6 +5,7 @@
 #   one-tu     one translation unit with CKPT_IMPLEMENTATION
 #   static     the same with CKPT_STATIC (every function static)
 #   two-tu     one unit with CKPT_IMPLEMENTATION, one without, both calling the API, linked
+#   -O3        (C compilers) one-tu at -O3, where inlining brings warnings of its own
 #   c-impl     (C++ compilers) the implementation built as C by the matching C compiler, called
 #              from a C++ unit, linked by the C++ compiler
 # A compiler that is not installed is skipped, not failed.
@@ -121,6 +122,8 @@ for cc in "${c_compilers[@]}"; do
     check "$cc c11 one-tu" build_and_run "a_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" single.c
     check "$cc c11 static" build_and_run "b_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" -DCKPT_STATIC single.c
     check "$cc c11 two-tu" build_and_run "c_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" impl.c user.c
+    # optimisers warn on their own (-Wmaybe-uninitialized after inlining): users build at -O3 too
+    check "$cc c11 -O3" build_and_run "o_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" -O3 single.c
 done
 
 for cxx in "${cxx_compilers[@]}"; do
