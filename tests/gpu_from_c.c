@@ -12,11 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h"
+
 #define N_STAGES 6
 #define WIDTH 1000
-
-static int failures = 0, checks = 0;
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
 
 static int recomputed;
 /* Each stage's Philox range, on the host (the tape is device memory, which this C code may not

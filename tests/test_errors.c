@@ -15,8 +15,7 @@ static long default_allocs = 0;
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0, checks = 0;
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+#include "test_util.h"
 
 /* A logger that keeps the last item and message. */
 static ckpt_result last_item;

@@ -19,13 +19,8 @@
 #define MAXN 9
 #define MAXW 12
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
-static float rnd_float(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0) * 2.0f - 1.0f; }
+#define TEST_XORSHIFT64_SEED 0x9E3779B97F4A7C15ull
+#include "test_util.h"
 
 /* One stage: y = dropout(tanh(x W^T + b)), x: ROWS x win, y: ROWS x wout. */
 typedef struct layer {
@@ -110,9 +105,7 @@ typedef struct chain_case {
 
 typedef struct grads { float dW[MAXN][MAXW * MAXW], db[MAXN][MAXW], dx[ROWS * MAXW]; } grads;
 
-static int failures = 0, checks = 0;
 static int arena_runs = 0, arena_over = 0;   /* layouts above the aligned lower bound */
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
 
 static void make_case(chain_case *c) {
     int i, j, w[MAXN + 1];

@@ -38,8 +38,9 @@ typedef ckpt_cuda_stats gpu_stats;
 #include <string.h>
 #include <vector>
 
-static int failures = 0, checks = 0;
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+#define TEST_XORSHIFT64_SEED 0x9E3779B97F4A7C15ull
+#include "test_util.h"
+
 #define CU(call) do { cudaError_t _e = (call); if (_e != cudaSuccess) { printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(_e)); exit(1); } } while (0)
 
 /* The last message logged, for checks of what the backend reports. */
@@ -50,14 +51,6 @@ static void capture(const char *tag, ckpt_log_level level, ckpt_result item, con
     snprintf(last_log, sizeof last_log, "%s", msg);
     last_item = item;
 }
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
-static float rnd_float(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0) * 2.0f - 1.0f; }
 
 /* ---- memory, copies, events -------------------------------------------------------------------- */
 static void memory(ckpt_backend *be) {

@@ -20,15 +20,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "test_util.h"
+
 #define N 8
 #define W 4096                  /* floats per boundary (16 KiB) */
 #define TW (64 * 1024)          /* floats per tape (256 KiB) */
 #define F_MS 3.0
 #define B_MS 6.0
 #define BANDWIDTH 200e6         /* bytes per second per copy stream: a tape takes 1.3 ms */
-
-static int failures = 0, checks = 0;
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
 
 /* Compute intervals, recorded by the stages; copy intervals, by the engine's trace (called from
    both copy threads: each call takes its own slot). */

@@ -40,24 +40,9 @@
 
 #define MAXN 16             /* largest chain the simulator handles */
 #define MAX_OPS 4096        /* longest schedule it handles */
-#define SEED 0x2545f4914f6cdd1dull
-
-static int failures = 0, checks = 0;
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
-
-/* ------------------------------------------------------------------------------------------
-   PRNG: xorshift64*, fixed seed, so every run sees the same chains. */
-static uint64_t rng_state = SEED;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
-}
-static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); } /* [lo,hi] */
-static int rnd_chance(int percent) { return (int)(rnd() % 100u) < percent; }
-static double rnd_unit(void) { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); } /* [0,1) */
-static uint64_t rnd_u64(uint64_t lo, uint64_t hi) { return lo + rnd() % (hi - lo + 1); } /* [lo,hi] */
+/* PRNG (test_util.h): xorshift64*, fixed seed, so every run sees the same chains. */
+#define TEST_XORSHIFT64STAR_SEED 0x2545f4914f6cdd1dull
+#include "test_util.h"
 
 static double now_s(void) { return (double)clock() / (double)CLOCKS_PER_SEC; }
 

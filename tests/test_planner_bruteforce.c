@@ -34,19 +34,11 @@
 
 #define MAXN 10              /* largest chain the search handles */
 #define MAX_OPS 4096         /* longest schedule the test stores */
-#define SEED 0x9e3779b97f4a7c15ull
-
-/* ------------------------------------------------------------------------------------------
-   PRNG: xorshift64*, fixed seed, so every run sees the same chains. */
-static uint64_t rng_state = SEED;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
-}
-static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); } /* [lo,hi] */
-static int rnd_chance(int percent) { return (int)(rnd() % 100u) < percent; }
+/* PRNG (test_util.h): xorshift64*, fixed seed, so every run sees the same chains. The failure
+   reporting is this file's own (fail_begin, n_failures), not CHECK. */
+#define TEST_XORSHIFT64STAR_SEED 0x9e3779b97f4a7c15ull
+#define TEST_UTIL_NO_CHECK
+#include "test_util.h"
 
 static double now_s(void) { return (double)clock() / (double)CLOCKS_PER_SEC; }   /* CPU seconds */
 

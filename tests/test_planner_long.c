@@ -14,11 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t st = 0x1234567887654321ull;
-static uint64_t rnd(void) { st ^= st << 13; st ^= st >> 7; st ^= st << 17; return st; }
-
-static int failures = 0, checks = 0;
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+#define TEST_XORSHIFT64_SEED 0x1234567887654321ull
+#include "test_util.h"
 
 static void random_chain(ckpt_cost *c, int n, uint64_t unit) {
     int i;

@@ -11,8 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0, checks = 0;
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+#include "test_util.h"
 
 static void kat(void) {
     static const uint32_t v[3][10] = {

@@ -9,11 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0, checks = 0;
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
-
-static uint64_t rng = 88172645463325252ull;
-static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+#define TEST_XORSHIFT64_SEED 88172645463325252ull
+#include "test_util.h"
 
 /* The seed's rule, written out: shards are filled in order; a layer moves to the next shard when
    the current one has something, the layer would take it past total/parts, and shards remain. */

@@ -23,13 +23,8 @@
 #define MAXW 10
 #define MAXK 3
 
-static int failures = 0, checks = 0;
-#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
-
-static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-static uint64_t rnd(void) { rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17; return rng_state; }
-static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
-static float rnd_float(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0) * 2.0f - 1.0f; }
+#define TEST_XORSHIFT64_SEED 0x2545F4914F6CDD1Dull
+#include "test_util.h"
 
 /* One stage: y = dropout(tanh(x W^T + b)); params = W (wout x win) then b (wout). */
 typedef struct layer {
