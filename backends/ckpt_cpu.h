@@ -115,11 +115,13 @@ typedef struct _ckpt_cpu_event {
     double t;
 } _ckpt_cpu_event;
 
-static int _ckpt_cpu_pending(const _ckpt_cpu_event *ev, uint64_t gen) {
+/* Where record gen is in ev->pend; -1 once it has happened. */
+static int _ckpt_cpu_pend_index(const _ckpt_cpu_event *ev, uint64_t gen) {
     int i;
-    for (i = 0; i < ev->n_pend; i++) if (ev->pend[i] == gen) return 1;
-    return 0;
+    for (i = 0; i < ev->n_pend; i++) if (ev->pend[i] == gen) return i;
+    return -1;
 }
+static int _ckpt_cpu_pending(const _ckpt_cpu_event *ev, uint64_t gen) { return _ckpt_cpu_pend_index(ev, gen) >= 0; }
 
 enum { _CKPT_CPU_COPY = 0, _CKPT_CPU_RECORD = 1, _CKPT_CPU_WAIT = 2 };
 typedef struct _ckpt_cpu_item {
@@ -266,9 +268,8 @@ static int _ckpt_cpu_worker(void *arg) {
         it = q->items[q->head];
         if (it.kind == _CKPT_CPU_WAIT && _ckpt_cpu_pending(it.ev, it.gen)) { cnd_wait(&s->cv, &s->mu); continue; }
         if (it.kind == _CKPT_CPU_RECORD) {
-            int i;
-            for (i = 0; i < it.ev->n_pend; i++)
-                if (it.ev->pend[i] == it.gen) { it.ev->pend[i] = it.ev->pend[--it.ev->n_pend]; break; }
+            int i = _ckpt_cpu_pend_index(it.ev, it.gen);
+            if (i >= 0) it.ev->pend[i] = it.ev->pend[--it.ev->n_pend];
             it.ev->t = ckpt_cpu_now_ms();
         } else if (it.kind == _CKPT_CPU_COPY) {
             mtx_unlock(&s->mu);
@@ -425,7 +426,8 @@ static ckpt_result _ckpt_cpu_event_record(void *state, void *event, void *stream
     _ckpt_cpu_lock(s);
     ev->recorded++;
 #if _CKPT_CPU_THREADS
-    if (_ckpt_cpu_queue_of(s, stream)) {
+    _ckpt_cpu_queue *q = _ckpt_cpu_queue_of(s, stream);
+    if (q) {
         _ckpt_cpu_item it;
         if (ev->n_pend == ev->cap_pend) {
             int cap = ev->cap_pend ? 2 * ev->cap_pend : 4;
@@ -437,7 +439,7 @@ static ckpt_result _ckpt_cpu_event_record(void *state, void *event, void *stream
         }
         memset(&it, 0, sizeof it);
         it.kind = _CKPT_CPU_RECORD; it.ev = ev; it.gen = ev->recorded;
-        r = _ckpt_cpu_push(_ckpt_cpu_queue_of(s, stream), &it);
+        r = _ckpt_cpu_push(q, &it);
         if (r == CKPT_OK) ev->pend[ev->n_pend++] = ev->recorded;
         else ev->recorded--;
         _ckpt_cpu_unlock(s);

@@ -101,6 +101,13 @@ static void _ckpt_gpu_leave(_ckpt_gpu_state *s, int prev) {
     if (prev != s->device) (void)cudaSetDevice(prev);
 }
 
+/* Runs one runtime call with the device current; `what` names it in the log. */
+#define _CKPT_GPU_ON_DEVICE(s, call, what) \
+    do { int _prev; cudaError_t _e; ckpt_result _r = _ckpt_gpu_enter((s), &_prev); \
+         if (_r != CKPT_OK) return _r; \
+         _e = (call); _ckpt_gpu_leave((s), _prev); \
+         if (_e != cudaSuccess) return _ckpt_gpu_fail(&(s)->lg, _e, __FILE__, __LINE__, what); } while (0)
+
 static cudaStream_t _ckpt_gpu_stream(_ckpt_gpu_state *s, void *stream) {
     return stream ? (cudaStream_t)stream : s->compute;
 }
@@ -209,13 +216,8 @@ static void _ckpt_gpu_free_pinned(void *state, void *ptr) { _ckpt_gpu_free_any(s
 
 static ckpt_result _ckpt_gpu_mem_info(void *state, size_t *free_bytes, size_t *total_bytes) {
     _ckpt_gpu_state *s = (_ckpt_gpu_state *)state;
-    cudaError_t e;
-    ckpt_result r;
-    int prev;
-    if ((r = _ckpt_gpu_enter(s, &prev)) != CKPT_OK) return r;
-    e = cudaMemGetInfo(free_bytes, total_bytes);
-    _ckpt_gpu_leave(s, prev);
-    return e == cudaSuccess ? CKPT_OK : _ckpt_gpu_fail(&s->lg, e, __FILE__, __LINE__, _CKPT_GPU_XSTR(cudaMemGetInfo));
+    _CKPT_GPU_ON_DEVICE(s, cudaMemGetInfo(free_bytes, total_bytes), _CKPT_GPU_XSTR(cudaMemGetInfo));
+    return CKPT_OK;
 }
 
 /* >>gpu streams, copies, events ---------------------------------------------------------------- */
@@ -225,13 +227,6 @@ static void *_ckpt_gpu_copy_stream(void *state, ckpt_copy_kind kind) {
     _ckpt_gpu_state *s = (_ckpt_gpu_state *)state;
     return kind == CKPT_COPY_HOST_TO_DEVICE ? (void *)s->h2d : kind == CKPT_COPY_DEVICE_TO_HOST ? (void *)s->d2h : NULL;
 }
-
-/* Runs one runtime call with the device current; `what` names it in the log. */
-#define _CKPT_GPU_ON_DEVICE(s, call, what) \
-    do { int _prev; cudaError_t _e; ckpt_result _r = _ckpt_gpu_enter((s), &_prev); \
-         if (_r != CKPT_OK) return _r; \
-         _e = (call); _ckpt_gpu_leave((s), _prev); \
-         if (_e != cudaSuccess) return _ckpt_gpu_fail(&(s)->lg, _e, __FILE__, __LINE__, what); } while (0)
 
 static ckpt_result _ckpt_gpu_copy(void *state, void *dst, const void *src, size_t bytes, ckpt_copy_kind kind, void *stream) {
     _ckpt_gpu_state *s = (_ckpt_gpu_state *)state;
@@ -381,7 +376,7 @@ static __global__ void _ckpt_gpu_checksum_kernel(const unsigned char *base, size
 }
 
 /* >>gpu kernel launchers ----------------------------------------------------------------------- */
-/* Checks the backend and a Philox range that must hold ceil(n/4) blocks; 1 when there is work. */
+/* Checks the backend (into *s), out, and a Philox range that must hold ceil(n/4) blocks. */
 static ckpt_result _ckpt_gpu_fill_args(const ckpt_backend *be, const ckpt_philox *p, const void *out, size_t n,
                                        const char *fn, _ckpt_gpu_state **s) {
     if (!be || !p) return CKPT_ERR_NULL_ARGUMENT;
