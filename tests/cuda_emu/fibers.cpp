@@ -84,10 +84,10 @@ struct Context {
 
 struct Fiber {
     Context ctx;
-    char *stack = nullptr;      /* from the pool while the thread lives */
+    char *stack = nullptr;      /* from the pool while the thread runs: null before it starts */
     uint3 idx{0, 0, 0};
     unsigned warp = 0, lane = 0;
-    bool started = false, done = false;
+    bool done = false;
 };
 
 struct Warp {
@@ -261,7 +261,7 @@ void run_block() {
         f.idx = uint3{t % bx, t % bxy / bx, t / bxy};
         f.warp = t / 32;
         f.lane = t % 32;
-        f.started = f.done = false;
+        f.done = false;
         push_ready(t);
     }
     while (S.count) {
@@ -271,8 +271,7 @@ void run_block() {
         Fiber &f = S.fibers[t];
         S.cur = &f;
         threadIdx = f.idx;
-        if (!f.started) {
-            f.started = true;
+        if (!f.stack) {
             f.stack = stack_get();
             ctx_init(f);
         }
