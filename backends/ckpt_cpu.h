@@ -46,7 +46,8 @@ typedef struct ckpt_cpu_desc {
     void *copy_trace_user;
 } ckpt_cpu_desc;
 
-/* The clock of copy traces and events, in milliseconds (monotonic within a process). */
+/* The clock of copy traces, events and the copy throttle, in milliseconds: C11's timespec_get
+   (TIME_UTC), the wall clock, as C11 has no monotonic one; a clock step mid-copy skews them. */
 CKPT_API double ckpt_cpu_now_ms(void);
 
 /* Creates a CPU backend in *out (desc may be NULL). Destroy it with ckpt_cpu_backend_destroy. */

@@ -2,9 +2,9 @@
 
    The GPU backend is written once, in CUDA's spelling (backends/ckpt_gpu.inl). ckpt_hip.h
    includes this header after <hip/hip_runtime.h> and before that source, so hipcc compiles the
-   same kernels and host code for AMD GPUs. Only the names the backend uses are here. Kernel
-   launches (<<<grid, block, shmem, stream>>>), __global__, blockIdx and friends are spelled the
-   same in HIP. */
+   same kernels and host code for AMD GPUs. Only the names the backend and tests/test_gpu.cu
+   (built for HIP) use are here. Kernel launches (<<<grid, block, shmem, stream>>>), __global__,
+   blockIdx and friends are spelled the same in HIP. */
 #ifndef CKPT_HIP_ALIAS_H_INCLUDED
 #define CKPT_HIP_ALIAS_H_INCLUDED
 
@@ -38,7 +38,6 @@
 #define cudaMemsetAsync hipMemsetAsync
 
 #define cudaStream_t hipStream_t
-#define cudaStreamCreate hipStreamCreate
 #define cudaStreamCreateWithFlags hipStreamCreateWithFlags
 #define cudaStreamNonBlocking hipStreamNonBlocking
 #define cudaStreamDestroy hipStreamDestroy
