@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
         for (li = 0; li < (int)(sizeof link / sizeof link[0]); li++) {
             /* one stage's output + tape one way in link[li] x (f + b) */
             double bytes = (double)(st[0].out_bytes + st[0].tape_bytes), bps = bytes / (link[li] * 3 * f_ms * 1e-3);
-            double opt_ms, off_ms;
+            double opt_ms = 0, off_ms = 0;   /* both set when both plans are feasible */
             int p;
             ckpt_plan_info oi, fi_;
             ckpt_backend be;

@@ -34,6 +34,7 @@ static void run(const ckpt_cost *c, int n, uint64_t budget, uint32_t max_units, 
     ckpt_plan_info info;
     double t[32];
     int r;
+    memset(&info, 0, sizeof info);      /* (reps >= 1; gcc -O3 cannot tell) */
     pd.policy = CKPT_POLICY_OPTIMAL;
     pd.budget = budget;
     pd.max_units = max_units;

@@ -115,7 +115,7 @@ static void make_case(chain_case *c) {
     for (i = 0; i < c->n; i++) {
         layer *L = &c->layers[i];
         ckpt_layout_entry e[2];
-        size_t tape;
+        size_t tape = 0;
         L->win = w[i]; L->wout = w[i + 1];
         L->p_drop = (rnd() % 3) ? 0.25f : 0.0f;
         for (j = 0; j < L->win * L->wout; j++) L->W[j] = rnd_float();
@@ -237,7 +237,7 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, grads *g, ckpt_p
 int main(void) {
     ckpt_backend be;
     int cases = 0, plans = 0, infeasible = 0, ci;
-    ckpt_cpu_stats bs;
+    ckpt_cpu_stats bs = {0};
     const ckpt_policy policies[] = {CKPT_POLICY_OPTIMAL, CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K,
                                     CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY,
                                     CKPT_POLICY_OFFLOAD, CKPT_POLICY_OFFLOAD};
@@ -256,8 +256,8 @@ int main(void) {
         static chain_case c;
         static grads ref, got;
         ckpt_plan_desc pd;
-        ckpt_plan_info ref_info, info;
-        ckpt_chain_stats ref_stats, stats;
+        ckpt_plan_info ref_info = {0}, info = {0};
+        ckpt_chain_stats ref_stats = {0}, stats = {0};
         int bi, pi;
         make_case(&c);
         memset(&pd, 0, sizeof pd);

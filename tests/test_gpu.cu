@@ -326,7 +326,7 @@ static void make_case(chain_case *c) {
     for (i = 0; i < c->n; i++) {
         layer *L = &c->layers[i];
         ckpt_layout_entry e[2];
-        size_t tape;
+        size_t tape = 0;
         L->win = w[i]; L->wout = w[i + 1];
         L->p_drop = (rnd() % 3) ? 0.25f : 0.0f;
         CU(cudaMalloc((void **)&L->W, sizeof(float) * L->win * L->wout));
@@ -448,8 +448,8 @@ static void executor(const ckpt_backend *be) {
         chain_case c;
         std::vector<float> ref, got;
         ckpt_plan_desc pd;
-        ckpt_plan_info ref_info, info;
-        ckpt_chain_stats ref_stats, stats;
+        ckpt_plan_info ref_info = {}, info = {};
+        ckpt_chain_stats ref_stats = {}, stats = {};
         int bi, pi;
         make_case(&c);
         for (streamed = 0; streamed < 2; streamed++) {   /* weights kept by the layers, then streamed */

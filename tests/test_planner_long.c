@@ -40,8 +40,8 @@ static int plan(const ckpt_cost *c, int n, ckpt_policy p, uint64_t budget, uint3
 static void replay_ok(const ckpt_cost *c, int n, const ckpt_plan *pl, uint64_t budget) {
     int n_ops;
     const ckpt_op *ops = ckpt_plan_ops(pl, &n_ops);
-    double t;
-    uint64_t p;
+    double t = 0;
+    uint64_t p = 0;
     ckpt_result r = ckpt_schedule_simulate(c, n, ops, n_ops, &t, &p, NULL);
     CHECK(r == CKPT_OK && p <= budget && t == ckpt_plan_get_info(pl)->time && p == ckpt_plan_get_info(pl)->peak,
           "replay: %s time %g peak %llu budget %llu", ckpt_result_string(r), t, (unsigned long long)p, (unsigned long long)budget);
@@ -94,8 +94,8 @@ static void long_chains(void) {
             {
                 _ckpt_sched a = {NULL, 0, 0}, b = {NULL, 0, 0};
                 uint64_t ma, mb;
-                double ta, tb;
-                uint64_t pa, pb;
+                double ta = 0, tb = 0;
+                uint64_t pa = 0, pb = 0;
                 ckpt_result ra = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, 1, &a, &ma);
                 ckpt_result rb = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, 0, &b, &mb);
                 CHECK(ra == CKPT_OK && rb == CKPT_OK && ma == mb, "dense %s sparse %s", ckpt_result_string(ra), ckpt_result_string(rb));
@@ -130,10 +130,10 @@ static void short_chains(void) {
         CHECK(info.guarantee == CKPT_GUARANTEE_ALL_SCHEDULES, "exact search for %d stages", n);
         {
             _ckpt_sched s = {NULL, 0, 0};
-            uint64_t mp, unit;
+            uint64_t mp = 0, unit = 0;
             ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 0, &s, &mp, &unit);
             if (r == CKPT_OK) {
-                double t; uint64_t p;
+                double t = 0; uint64_t p = 0;
                 CHECK(ckpt_schedule_simulate(c, n, s.ops, s.n_ops, &t, &p, NULL) == CKPT_OK && p <= budget, "persistent replay");
                 CHECK(t >= info.time - 1e-9, "persistent %g beats the exact search %g", t, info.time);
                 total++;

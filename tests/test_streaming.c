@@ -122,7 +122,7 @@ static void make_case(chain_case *c, int dropout) {
     for (i = 0; i < c->n; i++) {
         layer *L = &c->layers[i];
         ckpt_layout_entry e[2];
-        size_t tape;
+        size_t tape = 0;
         L->win = w[i]; L->wout = w[i + 1];
         L->p_drop = dropout && rnd() % 2 ? 0.25f : 0.0f;
         for (j = 0; j < L->win * L->wout + L->wout; j++) L->params[j] = rnd_float();
@@ -162,8 +162,8 @@ static void load_bounds(const ckpt_plan *plan, int n, int *lo, int *hi) {
 static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc *pd, const ckpt_backend *be, result *out) {
     ckpt_chain_desc cd;
     ckpt_chain *ch = NULL;
-    ckpt_plan_info info;
-    ckpt_chain_stats cs;
+    ckpt_plan_info info = {0};
+    ckpt_chain_stats cs = {0};
     ckpt_result r;
     const void *in[MAXK], *outs[MAXK];
     const void *gy[MAXK];
@@ -223,7 +223,7 @@ static void random_chains(ckpt_backend *plain, ckpt_backend *engine) {
         static chain_case c;
         static result ref, ref_k, got;
         ckpt_plan_desc pd;
-        ckpt_plan_info sa;
+        ckpt_plan_info sa = {0};
         ckpt_plan *p;
         int k = 1 + ci % MAXK, bi, pi, m;
         make_case(&c, 1);
@@ -305,7 +305,7 @@ static void errors(ckpt_backend *engine) {
     ckpt_chain *ch = NULL;
     ckpt_plan_desc pd;
     const void *y;
-    ckpt_cpu_stats bs;
+    ckpt_cpu_stats bs = {0};
     int i;
     make_case(&c, 0);
     memset(&cd, 0, sizeof cd);
@@ -346,7 +346,7 @@ static void errors(ckpt_backend *engine) {
 int main(void) {
     ckpt_backend plain, engine;
     ckpt_cpu_desc ed;
-    ckpt_cpu_stats bs;
+    ckpt_cpu_stats bs = {0};
     memset(&ed, 0, sizeof ed);
     ed.copy_engine = 1;
     if (ckpt_cpu_backend_create(NULL, &plain) != CKPT_OK || ckpt_cpu_backend_create(&ed, &engine) != CKPT_OK) return 1;
