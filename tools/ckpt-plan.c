@@ -1036,11 +1036,10 @@ int main(int argc, char **argv) {
                     return usage_error("--host-budget: '%s' is not a byte count", val);
             } else if (take_value(argc, argv, &i, "--time-unit", &val, &missing)) {
                 if (missing) return usage_error("option --time-unit needs a value");
-                if (strcmp(val, "s") == 0) per_unit = 1;
-                else if (strcmp(val, "ms") == 0) per_unit = 1e-3;
-                else if (strcmp(val, "us") == 0) per_unit = 1e-6;
+                if (strcmp(val, "s") == 0) { per_unit = 1; time_unit = "s"; }
+                else if (strcmp(val, "ms") == 0) { per_unit = 1e-3; time_unit = "ms"; }
+                else if (strcmp(val, "us") == 0) { per_unit = 1e-6; time_unit = "us"; }
                 else return usage_error("--time-unit: '%s' is not s, ms or us", val);
-                time_unit = strcmp(val, "s") == 0 ? "s" : strcmp(val, "ms") == 0 ? "ms" : "us";
             } else {
                 return usage_error("unknown option '%s'", a);
             }
