@@ -1,12 +1,24 @@
-/* sgemm.h -- the one BLAS call the CPU examples make, with or without OpenBLAS.
+/* blas.h -- the one BLAS call the CPU examples make, with or without OpenBLAS, and their threads.
 
    With CKPT_EXAMPLE_OPENBLAS defined (the CMake build defines it when it finds OpenBLAS), this is
    <cblas.h> and programs link -lopenblas. Without it, cblas_sgemm is a plain cache-blocked SGEMM
    below: row-major only, single-threaded, and several times slower than OpenBLAS, but
    deterministic, so every bit-identity check the examples make still holds.
-   EXAMPLE_BLAS names which one a program was built with, for its output. */
-#ifndef CKPT_EXAMPLE_SGEMM_H
-#define CKPT_EXAMPLE_SGEMM_H
+   EXAMPLE_BLAS names which one a program was built with, for its output.
+
+   example_set_threads(n) gives the BLAS and the examples' own loops n threads: the loops are
+   marked EXAMPLE_PARALLEL_FOR, an OpenMP static schedule when built with OpenMP (-fopenmp), else
+   nothing. A static schedule over rows keeps every sum in the same order, so results do not depend
+   on the thread count's timing. */
+#ifndef CKPT_EXAMPLE_BLAS_H
+#define CKPT_EXAMPLE_BLAS_H
+
+#ifdef _OPENMP
+#include <omp.h>
+#define EXAMPLE_PARALLEL_FOR _Pragma("omp parallel for schedule(static)")
+#else
+#define EXAMPLE_PARALLEL_FOR
+#endif
 
 #ifdef CKPT_EXAMPLE_OPENBLAS
 #include <cblas.h>
@@ -59,4 +71,15 @@ static inline void cblas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, 
     }
 }
 #endif
+
+static inline void example_set_threads(int n)
+{
+#ifdef CKPT_EXAMPLE_OPENBLAS
+    openblas_set_num_threads(n);
+#endif
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
+    (void)n;
+}
 #endif
