@@ -177,6 +177,8 @@
    backends/ckpt_cpu.h is the reference: read it first. What the core calls, and when:
      alloc           once per successful ckpt_chain_plan / ckpt_chain_set_schedule, for the arena
                      (its size is ckpt_chain_stats.arena_bytes); a failure keeps the old plan.
+                     Also at ckpt_chain_create when a stage streams its parameters: two parameter
+                     slots and, with host_grads, two gradient slots (ckpt_chain_stats.slot_bytes).
      free            on that arena when a new plan replaces it and in ckpt_chain_destroy.
      compute_stream  before every callback; the result goes to ckpt_ctx.stream.
      synchronize     (stream NULL) at the end of every ckpt_backward, so that gradients are
@@ -625,11 +627,10 @@ typedef struct ckpt_plan_desc {
     int k;                  /* every-k segment length; 0: the best that fits (ignored by the others) */
     uint32_t max_units;     /* optimal, long chains: 0 = exact (in the largest unit that divides
                                every size; with budgets up to 65,536 such units this can take
-                               seconds for hundreds of stages: 12 s for 200 stages at 6,161
-                               units in bench/RESULTS.md). N = round sizes up to ceil(budget/N)
-                               bytes when coarser: faster (500 units: 27-38 ms for 100 stages),
-                               never over budget, optimal only in that unit. info.unit says
-                               which unit was used. */
+                               seconds for hundreds of stages: see bench/RESULTS.md). N = round
+                               sizes up to ceil(budget/N) bytes when coarser: faster, never over
+                               budget, optimal only in that unit. info.unit says which unit was
+                               used. */
     ckpt_logger logger;     /* for ckpt_plan_create; ckpt_chain_plan uses the chain's */
     ckpt_allocator allocator;
     /* offload policy: the link between device and pinned host memory, in bytes per unit of time
@@ -697,8 +698,9 @@ CKPT_API const ckpt_plan_info *ckpt_plan_get_info(const ckpt_plan *plan);
 CKPT_API const ckpt_op *ckpt_plan_ops(const ckpt_plan *plan, int *n_ops);
 
 /* Replays a schedule in the cost model: checks every rule (CKPT_ERR_BAD_SCHEDULE, with the op
-   index in *bad_op when non-NULL) and returns its time and peak. O and P ops are replayed
-   untimed (copies take no time; an offloaded boundary stays on the device until its P). */
+   index in *bad_op when non-NULL) and returns its time and peak. O, P and W ops are replayed
+   untimed: copies take no time, and an offloaded buffer stays on the device until its W, or
+   without a W until the op before its P. */
 CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops,
                                             int n_ops, double *time, uint64_t *peak, int *bad_op);
 
@@ -721,14 +723,12 @@ CKPT_API ckpt_result ckpt_schedule_simulate_offload(const ckpt_cost *costs, int 
    g = 0..*n_groups-1 (first[0] = 0; group g ends where group g+1 starts); first needs room for
    n entries. */
 
-/* Consecutive groups of about equal parameter bytes, for parameter streaming (the seed's
-   OffloadModel split): with target = total / parts, a layer starts a new group when the current
+/* Consecutive groups of about equal parameter bytes, for parameter streaming: with target = total / parts, a layer starts a new group when the current
    one is not empty, adding the layer would take it over the target, and groups remain. At most
    min(n, parts) groups. */
 CKPT_API ckpt_result ckpt_split_by_bytes(const uint64_t *layer_bytes, int n, int parts, int *first, int *n_groups);
 
-/* Segments for checkpointing that honour the model's structure (the seed's checkpoint_trunk):
-   end_after[i] != 0 ends a segment after layer i (a feature the model outputs), no_split_before[i]
+/* Segments for checkpointing that honour the model's structure: end_after[i] != 0 ends a segment after layer i (a feature the model outputs), no_split_before[i]
    != 0 forbids a segment starting at layer i (an in-place op that needs its input). Starting
    from the segments end_after makes (all of them, even more than `segments`), the longest
    segment that can be cut is cut nearest its middle where a cut is allowed, until there are
@@ -1602,7 +1602,7 @@ static ckpt_result _ckpt_sqrt_sched(const ckpt_allocator *al, const ckpt_cost *c
     return r;
 }
 
-/* >>planner: greedy (the seed's Capuchin rule) --------------------------------------------------
+/* >>planner: greedy (Capuchin's rule: bytes saved per second of recompute) ---------------------
    Starting from store-all, repeatedly turn the stage that saves the most peak bytes per second of
    added recomputation into a recomputed one (runs of recomputed stages share one checkpoint at
    their input), until the plan fits. The trajectory does not depend on the budget, so the
