@@ -100,7 +100,8 @@
    F(n, tape) runs exactly once and ends the forward phase; X[n] is freed once the caller has it.
    B runs in order n..1. Any buffer is freed right after its last read before it is written again.
    Time is the sum of f and b over the operations; peak is the largest live byte count during
-   any operation. The optimal policy minimises time with peak <= budget, ties to the smaller peak.
+   any operation. Times must be finite and >= 0, and all of them together at most
+   DBL_MAX / (4 (n + 1)), so that no schedule's time overflows (else CKPT_ERR_BAD_TIME). The optimal policy minimises time with peak <= budget, ties to the smaller peak.
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
 
@@ -244,7 +245,7 @@ extern "C" {
     X(CKPT_ERR_NO_STAGES, -2, "the chain has no stages (n_stages must be at least 1)") \
     X(CKPT_ERR_TOO_MANY_STAGES, -3, "the chain has more than CKPT_MAX_STAGES stages") \
     X(CKPT_ERR_MISSING_CALLBACK, -4, "a stage has no forward or backward callback") \
-    X(CKPT_ERR_BAD_TIME, -5, "a stage time is negative, NaN or infinite") \
+    X(CKPT_ERR_BAD_TIME, -5, "a stage time is negative, NaN or infinite, or the times add up past what a double holds") \
     X(CKPT_ERR_BAD_FLAGS, -6, "a stage has unknown flag bits set") \
     X(CKPT_ERR_SIZE_OVERFLOW, -7, "byte sizes add up to more than 2^56 bytes, or the arena to more than SIZE_MAX") \
     X(CKPT_ERR_BAD_POLICY, -8, "unknown planner policy") \
@@ -1085,6 +1086,7 @@ CKPT_API ckpt_result ckpt_policy_parse(const char *name, ckpt_policy *out) {
 /* >>costs: validation shared by the planner and the chain */
 static ckpt_result _ckpt_check_costs(const ckpt_cost *c, int n, const ckpt_logger *lg) {
     uint64_t total = 0;
+    double times = 0, max_times;
     int i;
     if (!c) return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "costs is NULL");
     if (n < 1) return _CKPT_ERR(lg, CKPT_ERR_NO_STAGES, "n_stages is %d; it must be at least 1", n);
@@ -1098,6 +1100,16 @@ static ckpt_result _ckpt_check_costs(const ckpt_cost *c, int n, const ckpt_logge
             return _CKPT_ERR(lg, CKPT_ERR_BAD_TIME,
                              "stage %d: fwd_time %g and bwd_time %g must be finite and >= 0", i,
                              c[i].f, c[i].b);
+        /* A schedule runs each F at most n times (each B once) and the offload planner adds
+           copies: the sum of all times, n + 1 times over and doubled, must stay finite. */
+        max_times = DBL_MAX / (4.0 * ((double)n + 1.0));
+        if (c[i].f > max_times - times || c[i].b > max_times - times - c[i].f)
+            return _CKPT_ERR(lg, CKPT_ERR_BAD_TIME,
+                             "stage %d: %s %g takes the sum of all stage times over %g (DBL_MAX / (4 (n + 1))): "
+                             "a schedule's time could overflow; use a larger time unit", i,
+                             c[i].f > max_times - times ? "fwd_time" : "bwd_time",
+                             c[i].f > max_times - times ? c[i].f : c[i].b, max_times);
+        times += c[i].f + c[i].b;
         if (c[i].flags & ~CKPT_STAGE_NO_CHECKPOINT)
             return _CKPT_ERR(lg, CKPT_ERR_BAD_FLAGS, "stage %d: unknown flags 0x%x", i, c[i].flags);
         /* 2^56 per piece and in total keeps every sum the planner forms far from overflow. */
