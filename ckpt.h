@@ -2692,13 +2692,15 @@ static int _ckpt_off_fits(const _ckpt_off *o, uint64_t peak, uint64_t host_peak)
 
 /* A W to insert before op k, which is over the budget: of the offloaded buffers still on the
    device during k (their copies not done in time) and not read again before their P, the one
-   offloaded first, whose copy ends first. 0 when there is none. */
-static int _ckpt_off_wait_pick(const _ckpt_off *o, const ckpt_op *ops, int n_ops, int k, ckpt_op *w) {
+   offloaded first, whose copy ends first. *found 0 when there is none. */
+static ckpt_result _ckpt_off_wait_pick(const _ckpt_off *o, const ckpt_op *ops, int n_ops, int k, ckpt_op *w, int *found) {
     _ckpt_analysis an;
     const char *why;
-    int bad, j, q, found = 0;
-    if (_ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, 1, &an, &bad, &why) != CKPT_OK) return 0;
-    for (j = 0; j < k && !found; j++) {
+    int bad, j, q;
+    ckpt_result r = _ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, 1, &an, &bad, &why);
+    *found = 0;
+    if (r != CKPT_OK) return r;
+    for (j = 0; j < k && !*found; j++) {
         const ckpt_op *op = &ops[j];
         if (op->kind != CKPT_OP_O || an.bufs[an.instr[j].in].end < k) continue;
         for (q = j + 1; q < n_ops; q++) {
@@ -2708,11 +2710,11 @@ static int _ckpt_off_wait_pick(const _ckpt_off *o, const ckpt_op *ops, int n_ops
         }
         if (q < n_ops && ops[q].kind == CKPT_OP_P && q > k) {
             w->kind = CKPT_OP_W; w->stage = op->stage; w->tape = op->tape;
-            found = 1;
+            *found = 1;
         }
     }
     _ckpt_analysis_free(o->al, &an);
-    return found;
+    return CKPT_OK;
 }
 
 /* Adds O/P pairs, then W ops, to ops (room for 8n more) until the device peak fits.
@@ -2748,7 +2750,9 @@ static ckpt_result _ckpt_off_insert(const _ckpt_off *o, ckpt_op *ops, int *n_ops
         }
         if (best_i < 0) {       /* nothing idle left: wait for a copy instead */
             ckpt_op w = {CKPT_OP_W, 0, 0};   /* set by the pick; initialised for -O3 -Wmaybe-uninitialized */
-            if (!_ckpt_off_wait_pick(o, ops, *n_ops, k, &w)) return CKPT_ERR_INFEASIBLE;
+            int found;
+            if ((r = _ckpt_off_wait_pick(o, ops, *n_ops, k, &w, &found)) != CKPT_OK) return r;   /* out of memory */
+            if (!found) return CKPT_ERR_INFEASIBLE;
             _ckpt_ops_insert(ops, n_ops, k, w.kind, w.stage, w.tape);
             continue;
         }
