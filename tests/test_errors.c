@@ -142,6 +142,46 @@ static void invalid_arguments(ckpt_backend *be) {
         CHECK(ckpt_backward(ch, g, NULL) == CKPT_OK, "backward");
         CHECK(ckpt_backward(ch, g, NULL) == CKPT_ERR_OUT_OF_ORDER, "backward twice");
         ckpt_chain_reset_step(ch);
+        /* NULL where a callback would read it: X[0] and G[n] */
+        clear_log();
+        r = ckpt_forward(ch, NULL, NULL);
+        CHECK(r == CKPT_ERR_BAD_ARGUMENT && last_item == r && strstr(last_msg, "X[0]"), "NULL input: %s '%s'",
+              ckpt_result_string(r), last_msg);
+        CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK, "forward after a NULL input");
+        clear_log();
+        r = ckpt_backward(ch, NULL, NULL);
+        CHECK(r == CKPT_ERR_BAD_ARGUMENT && last_item == r && strstr(last_msg, "G[n]"), "NULL output gradient: %s '%s'",
+              ckpt_result_string(r), last_msg);
+        CHECK(ckpt_backward(ch, g, NULL) == CKPT_OK, "the forward is still pending after a NULL output gradient");
+    }
+    ckpt_chain_destroy(ch);
+    /* microbatches: a NULL array, or a NULL entry a callback would read */
+    base_desc(&cd, be);
+    cd.microbatches = 2;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_OK && ckpt_chain_plan(ch, NULL, NULL) == CKPT_OK, "two lanes");
+    {
+        float x[4] = {1, 2, 3, 4}, g[4] = {1, 1, 1, 1};
+        const void *ins[2], *gs[2];
+        ins[0] = x; ins[1] = NULL; gs[0] = g; gs[1] = NULL;
+        clear_log();
+        r = ckpt_forward_microbatches(ch, NULL, NULL);
+        CHECK(r == CKPT_ERR_NULL_ARGUMENT && strstr(last_msg, "inputs"), "NULL inputs: %s '%s'", ckpt_result_string(r), last_msg);
+        clear_log();
+        r = ckpt_forward_microbatches(ch, ins, NULL);
+        CHECK(r == CKPT_ERR_BAD_ARGUMENT && strstr(last_msg, "microbatch 1"), "NULL inputs[1]: %s '%s'",
+              ckpt_result_string(r), last_msg);
+        ins[1] = x;
+        CHECK(ckpt_forward_microbatches(ch, ins, NULL) == CKPT_OK, "forward, two lanes");
+        clear_log();
+        r = ckpt_backward_microbatches(ch, NULL, NULL);
+        CHECK(r == CKPT_ERR_NULL_ARGUMENT && strstr(last_msg, "grad_outputs"), "NULL grad_outputs: %s '%s'",
+              ckpt_result_string(r), last_msg);
+        clear_log();
+        r = ckpt_backward_microbatches(ch, gs, NULL);
+        CHECK(r == CKPT_ERR_BAD_ARGUMENT && strstr(last_msg, "microbatch 1"), "NULL grad_outputs[1]: %s '%s'",
+              ckpt_result_string(r), last_msg);
+        gs[1] = g;
+        CHECK(ckpt_backward_microbatches(ch, gs, NULL) == CKPT_OK, "backward, two lanes");
     }
     ckpt_chain_destroy(ch);
 
