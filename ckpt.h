@@ -41,6 +41,11 @@
    args->in, args->tape and args->grad_out, writes args->grad_in (NULL for stage 0 when the
    caller passed NULL), and adds its parameter gradients into memory it owns. Callbacks never
    allocate: every buffer comes from the arena. Use ckpt_layout to carve a tape into pieces.
+   Nothing the library hands a callback is zeroed: out, tape, grad_in and the workspaces hold
+   whatever the arena held, so a backward that adds into grad_in (as llm.c's kernels do) must clear
+   it first. Only a streamed stage's param_grads is zeroed (PARAMETER STREAMING).
+   ckpt_forward_eval runs the forward alone for evaluation (mode CKPT_MODE_EVAL: skip dropout),
+   between steps, in the same arena, consuming no random numbers.
 
    On a GPU, use backends/ckpt_cuda.h (or ckpt_hip.h) instead of ckpt_cpu.h for the backend: its
    implementation goes in one .cu file compiled by nvcc (CKPT_CUDA_IMPLEMENTATION), while the file
@@ -97,10 +102,13 @@
                  a_i + t_i + wf_i during it; T[i] stays live afterwards only if tape is set.
      B(i)        needs T[i], X[i-1], G[i]; writes G[i-1]; live bytes grow by a_{i-1} (0 for
                  i = 1) + wb_i during it; afterwards T[i], G[i] and X[i-1] are freed.
-   F(n, tape) runs exactly once and ends the forward phase; X[n] is freed once the caller has it.
+   F(n, tape) runs exactly once and ends the forward phase; X[n] is freed after it: its bytes
+   stay untouched until the caller calls ckpt_backward, whose ops may reuse them (so G[n] must not
+   live in X[n]'s memory; copy it out first).
    B runs in order n..1. Any buffer is freed right after its last read before it is written again.
    Time is the sum of f and b over the operations; peak is the largest live byte count during
-   any operation. The optimal policy minimises time with peak <= budget, ties to the smaller peak.
+   any operation. Times must be finite and >= 0, and all of them together at most
+   DBL_MAX / (4 (n + 1)), so that no schedule's time overflows (else CKPT_ERR_BAD_TIME). The optimal policy minimises time with peak <= budget, ties to the smaller peak.
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
 
@@ -246,7 +254,7 @@ extern "C" {
     X(CKPT_ERR_NO_STAGES, -2, "the chain has no stages (n_stages must be at least 1)") \
     X(CKPT_ERR_TOO_MANY_STAGES, -3, "the chain has more than CKPT_MAX_STAGES stages") \
     X(CKPT_ERR_MISSING_CALLBACK, -4, "a stage has no forward or backward callback") \
-    X(CKPT_ERR_BAD_TIME, -5, "a stage time is negative, NaN or infinite") \
+    X(CKPT_ERR_BAD_TIME, -5, "a stage time is negative, NaN or infinite, or the times add up past what a double holds") \
     X(CKPT_ERR_BAD_FLAGS, -6, "a stage has unknown flag bits set") \
     X(CKPT_ERR_SIZE_OVERFLOW, -7, "byte sizes add up to more than 2^56 bytes, or the arena to more than SIZE_MAX") \
     X(CKPT_ERR_BAD_POLICY, -8, "unknown planner policy") \
@@ -522,7 +530,8 @@ CKPT_API uint64_t ckpt_checksum(const void *ptr, size_t bytes);
 typedef enum ckpt_mode {
     CKPT_MODE_FORWARD = 0,      /* first forward of this step */
     CKPT_MODE_RECOMPUTE = 1,    /* a recomputation: must reproduce the first forward exactly */
-    CKPT_MODE_BACKWARD = 2
+    CKPT_MODE_BACKWARD = 2,
+    CKPT_MODE_EVAL = 3          /* ckpt_forward_eval: no backward follows (skip dropout) */
 } ckpt_mode;
 
 typedef struct ckpt_chain ckpt_chain;
@@ -531,7 +540,8 @@ typedef struct ckpt_chain ckpt_chain;
 typedef struct ckpt_ctx {
     ckpt_chain *chain;
     uint64_t _rng_cursor;   /* private: next Philox counter of this call */
-    uint64_t _rng_limit;    /* private: in a recomputation, end of the range replayed */
+    uint64_t _rng_limit;    /* private: in a recomputation or evaluation, end of the range allowed */
+    ckpt_result _rng_error; /* private: a draw ckpt_ctx_rng refused; the op fails with it */
     int stage;              /* 0-based stage index */
     ckpt_mode mode;
     int keep_tape;          /* forward: 1 when the tape is kept for backward, 0 when it is scratch */
@@ -543,8 +553,11 @@ typedef struct ckpt_ctx {
 
 /* Draws `blocks` 128-bit Philox blocks for this stage and describes them in *out. In the first
    forward the range is new; in a recomputation the same draws, in the same order, get the same
-   ranges. Only valid in forward callbacks. Returns CKPT_ERR_RNG_REPLAY if a recomputation draws
-   more blocks than the first forward did. */
+   ranges. Only valid in forward callbacks. A recomputation that draws more blocks than the first
+   forward did gets CKPT_ERR_RNG_REPLAY; so does one that draws fewer, once the callback returns.
+   Either way the step fails with CKPT_ERR_RNG_REPLAY (not CKPT_ERR_CALLBACK), whatever the
+   callback returns. In CKPT_MODE_EVAL (ckpt_forward_eval) a draw gets CKPT_ERR_OUT_OF_ORDER and
+   fails the evaluation with it, unless CKPT_EVAL_RNG was given; in CKPT_MODE_BACKWARD likewise. */
 CKPT_API ckpt_result ckpt_ctx_rng(ckpt_ctx *ctx, uint64_t blocks, ckpt_philox *out);
 
 typedef struct ckpt_fwd_args {
@@ -553,6 +566,7 @@ typedef struct ckpt_fwd_args {
     void *out;          /* X[i], out_bytes */
     void *tape;         /* tape_bytes (NULL if 0); always written, kept only if ctx->keep_tape */
     void *workspace;    /* fwd_workspace_bytes of scratch (NULL if 0) */
+                        /* out, tape and workspace are NOT zeroed: they hold whatever was there */
     const void *params; /* parameter streaming: the device copy of the stage's host_params; else NULL */
 } ckpt_fwd_args;
 
@@ -561,8 +575,9 @@ typedef struct ckpt_bwd_args {
     const void *in;         /* X[i-1] */
     const void *tape;       /* what the forward wrote */
     const void *grad_out;   /* G[i] */
-    void *grad_in;          /* G[i-1]; NULL for stage 0 when the caller passed no input gradient */
-    void *workspace;        /* bwd_workspace_bytes of scratch (NULL if 0) */
+    void *grad_in;          /* G[i-1]; NULL for stage 0 when the caller passed no input gradient.
+                               NOT zeroed (the caller's G[0] neither): write it, do not add into it */
+    void *workspace;        /* bwd_workspace_bytes of scratch (NULL if 0); NOT zeroed */
     const void *params;     /* parameter streaming: the device copy of host_params; else NULL */
     void *param_grads;      /* parameter streaming with host_grads: param_bytes of device memory,
                                zeroed before the op; ADD this stage's gradients into it (every
@@ -570,7 +585,8 @@ typedef struct ckpt_bwd_args {
                                library copies it back and adds it into host_grads. Else NULL. */
 } ckpt_bwd_args;
 
-/* Return CKPT_OK, or any negative code to abort the step (reported as CKPT_ERR_CALLBACK). */
+/* Return CKPT_OK, or any negative code to abort the step (reported as CKPT_ERR_CALLBACK, or as
+   ckpt_ctx_rng's code when it refused a draw in this call). */
 typedef ckpt_result (*ckpt_forward_fn)(const ckpt_fwd_args *args);
 typedef ckpt_result (*ckpt_backward_fn)(const ckpt_bwd_args *args);
 
@@ -790,19 +806,36 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *chain, const ckpt_op *o
                                              ckpt_plan_info *info);
 
 /* Runs the schedule up to and including F(n). *output (if non-NULL) points at X[n] in the arena,
-   valid until ckpt_backward. Returns CKPT_ERR_OUT_OF_ORDER when a forward is pending. */
+   valid until the next call that runs the chain: ckpt_backward may overwrite it (do not pass a
+   grad_output that points into it). input must not be NULL (CKPT_ERR_BAD_ARGUMENT). Returns
+   CKPT_ERR_OUT_OF_ORDER when a forward is pending. */
 CKPT_API ckpt_result ckpt_forward(ckpt_chain *chain, const void *input, const void **output);
-/* Runs the rest given G[n] (grad_output). grad_input (G[0]) may be NULL. After an error in
-   either call the step is abandoned and the chain is ready for a new forward. */
+/* Runs the rest given G[n] (grad_output; NULL is CKPT_ERR_BAD_ARGUMENT). grad_input (G[0]) may be
+   NULL. After an error in either call the step is abandoned and the chain is ready for a new
+   forward; a NULL argument is no such error (the forward stays pending). */
 CKPT_API ckpt_result ckpt_backward(ckpt_chain *chain, const void *grad_output, void *grad_input);
-/* Abandons a forward whose backward will not run (e.g. evaluation). */
+/* Abandons a forward whose backward will not run. The random numbers it drew stay consumed: the
+   next forward draws new ones, as after a completed step (only a failed step gives its back). */
 CKPT_API void ckpt_chain_reset_step(ckpt_chain *chain);
+
+/* Evaluation: runs F(1..n) once on input (lane 0 with microbatches), keeping no tapes, in the
+   arena of the plan in use (else CKPT_ERR_NO_PLAN). Callbacks get mode CKPT_MODE_EVAL and
+   keep_tape 0. *output (if non-NULL) points at X[n], valid until the next call that runs the
+   chain. No random numbers are consumed: a draw fails the call with CKPT_ERR_OUT_OF_ORDER, unless
+   flags has CKPT_EVAL_RNG: then the stages draw the ranges a one-lane training forward would draw
+   next (the counter is not advanced). Between steps only: while a forward awaits its backward,
+   CKPT_ERR_OUT_OF_ORDER. Needs no ckpt_chain_reset_step and leaves the next step unchanged
+   (streamed stages load their parameters as in a forward; rng_hooks' state is saved before and
+   restored after). */
+#define CKPT_EVAL_RNG 0x1u
+CKPT_API ckpt_result ckpt_forward_eval(ckpt_chain *chain, const void *input, const void **output, unsigned flags);
 
 /* With ckpt_chain_desc.microbatches = k: every op of the schedule runs for microbatches 0..k-1
    before the next op starts, each microbatch in its own copy (lane) of the arena, so a streamed
    stage's parameters are loaded once per op for all k. inputs[m] is microbatch m's X[0];
    outputs[m] (the array may be NULL) gets its X[n]. The backward takes k output gradients and k
-   input-gradient pointers (grad_inputs, or any of its entries, may be NULL). ckpt_forward and
+   input-gradient pointers (grad_inputs, or any of its entries, may be NULL). A NULL inputs or
+   grad_outputs is CKPT_ERR_NULL_ARGUMENT, a NULL entry in them CKPT_ERR_BAD_ARGUMENT. ckpt_forward and
    ckpt_backward are these with k = 1 and return CKPT_ERR_BAD_ARGUMENT when k > 1. */
 CKPT_API ckpt_result ckpt_forward_microbatches(ckpt_chain *chain, const void *const *inputs, const void **outputs);
 CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *chain, const void *const *grad_outputs,
@@ -1085,6 +1118,7 @@ CKPT_API ckpt_result ckpt_policy_parse(const char *name, ckpt_policy *out) {
 /* >>costs: validation shared by the planner and the chain */
 static ckpt_result _ckpt_check_costs(const ckpt_cost *c, int n, const ckpt_logger *lg) {
     uint64_t total = 0;
+    double times = 0, max_times;
     int i;
     if (!c) return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "costs is NULL");
     if (n < 1) return _CKPT_ERR(lg, CKPT_ERR_NO_STAGES, "n_stages is %d; it must be at least 1", n);
@@ -1098,6 +1132,16 @@ static ckpt_result _ckpt_check_costs(const ckpt_cost *c, int n, const ckpt_logge
             return _CKPT_ERR(lg, CKPT_ERR_BAD_TIME,
                              "stage %d: fwd_time %g and bwd_time %g must be finite and >= 0", i,
                              c[i].f, c[i].b);
+        /* A schedule runs each F at most n times (each B once) and the offload planner adds
+           copies: the sum of all times, n + 1 times over and doubled, must stay finite. */
+        max_times = DBL_MAX / (4.0 * ((double)n + 1.0));
+        if (c[i].f > max_times - times || c[i].b > max_times - times - c[i].f)
+            return _CKPT_ERR(lg, CKPT_ERR_BAD_TIME,
+                             "stage %d: %s %g takes the sum of all stage times over %g (DBL_MAX / (4 (n + 1))): "
+                             "a schedule's time could overflow; use a larger time unit", i,
+                             c[i].f > max_times - times ? "fwd_time" : "bwd_time",
+                             c[i].f > max_times - times ? c[i].f : c[i].b, max_times);
+        times += c[i].f + c[i].b;
         if (c[i].flags & ~CKPT_STAGE_NO_CHECKPOINT)
             return _CKPT_ERR(lg, CKPT_ERR_BAD_FLAGS, "stage %d: unknown flags 0x%x", i, c[i].flags);
         /* 2^56 per piece and in total keeps every sum the planner forms far from overflow. */
@@ -2680,13 +2724,15 @@ static int _ckpt_off_fits(const _ckpt_off *o, uint64_t peak, uint64_t host_peak)
 
 /* A W to insert before op k, which is over the budget: of the offloaded buffers still on the
    device during k (their copies not done in time) and not read again before their P, the one
-   offloaded first, whose copy ends first. 0 when there is none. */
-static int _ckpt_off_wait_pick(const _ckpt_off *o, const ckpt_op *ops, int n_ops, int k, ckpt_op *w) {
+   offloaded first, whose copy ends first. *found 0 when there is none. */
+static ckpt_result _ckpt_off_wait_pick(const _ckpt_off *o, const ckpt_op *ops, int n_ops, int k, ckpt_op *w, int *found) {
     _ckpt_analysis an;
     const char *why;
-    int bad, j, q, found = 0;
-    if (_ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, 1, &an, &bad, &why) != CKPT_OK) return 0;
-    for (j = 0; j < k && !found; j++) {
+    int bad, j, q;
+    ckpt_result r = _ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, 1, &an, &bad, &why);
+    *found = 0;
+    if (r != CKPT_OK) return r;
+    for (j = 0; j < k && !*found; j++) {
         const ckpt_op *op = &ops[j];
         if (op->kind != CKPT_OP_O || an.bufs[an.instr[j].in].end < k) continue;
         for (q = j + 1; q < n_ops; q++) {
@@ -2696,11 +2742,11 @@ static int _ckpt_off_wait_pick(const _ckpt_off *o, const ckpt_op *ops, int n_ops
         }
         if (q < n_ops && ops[q].kind == CKPT_OP_P && q > k) {
             w->kind = CKPT_OP_W; w->stage = op->stage; w->tape = op->tape;
-            found = 1;
+            *found = 1;
         }
     }
     _ckpt_analysis_free(o->al, &an);
-    return found;
+    return CKPT_OK;
 }
 
 /* Adds O/P pairs, then W ops, to ops (room for 8n more) until the device peak fits.
@@ -2736,7 +2782,9 @@ static ckpt_result _ckpt_off_insert(const _ckpt_off *o, ckpt_op *ops, int *n_ops
         }
         if (best_i < 0) {       /* nothing idle left: wait for a copy instead */
             ckpt_op w = {CKPT_OP_W, 0, 0};   /* set by the pick; initialised for -O3 -Wmaybe-uninitialized */
-            if (!_ckpt_off_wait_pick(o, ops, *n_ops, k, &w)) return CKPT_ERR_INFEASIBLE;
+            int found;
+            if ((r = _ckpt_off_wait_pick(o, ops, *n_ops, k, &w, &found)) != CKPT_OK) return r;   /* out of memory */
+            if (!found) return CKPT_ERR_INFEASIBLE;
             _ckpt_ops_insert(ops, n_ops, k, w.kind, w.stage, w.tape);
             continue;
         }
@@ -3445,12 +3493,18 @@ CKPT_API ckpt_result ckpt_chain_get_stats(const ckpt_chain *ch, ckpt_chain_stats
 /* >>executor ------------------------------------------------------------------------------------ */
 CKPT_API ckpt_result ckpt_ctx_rng(ckpt_ctx *ctx, uint64_t blocks, ckpt_philox *out) {
     if (!ctx || !out) return CKPT_ERR_NULL_ARGUMENT;
+    if (ctx->_rng_error) return ctx->_rng_error;
     if (ctx->mode == CKPT_MODE_BACKWARD)
-        return _CKPT_ERR(&ctx->chain->lg, CKPT_ERR_OUT_OF_ORDER,
+        return ctx->_rng_error = _CKPT_ERR(&ctx->chain->lg, CKPT_ERR_OUT_OF_ORDER,
                          "ckpt_ctx_rng: stage %d (%s) drew random numbers in backward; draw them in forward "
                          "and keep what backward needs on the tape", ctx->stage, _ckpt_stage_name(ctx->chain, ctx->stage));
+    if (ctx->mode == CKPT_MODE_EVAL && blocks > ctx->_rng_limit - ctx->_rng_cursor)
+        return ctx->_rng_error = _CKPT_ERR(&ctx->chain->lg, CKPT_ERR_OUT_OF_ORDER,
+                         "ckpt_ctx_rng: stage %d (%s) drew random numbers in ckpt_forward_eval; skip dropout when "
+                         "ctx->mode is CKPT_MODE_EVAL, or pass CKPT_EVAL_RNG", ctx->stage,
+                         _ckpt_stage_name(ctx->chain, ctx->stage));
     if (ctx->mode == CKPT_MODE_RECOMPUTE && blocks > ctx->_rng_limit - ctx->_rng_cursor)
-        return _CKPT_ERR(&ctx->chain->lg, CKPT_ERR_RNG_REPLAY,
+        return ctx->_rng_error = _CKPT_ERR(&ctx->chain->lg, CKPT_ERR_RNG_REPLAY,
                          "stage %d (%s): the recomputation draws more random numbers than the first forward did",
                          ctx->stage, _ckpt_stage_name(ctx->chain, ctx->stage));
     out->key = ctx->chain->seed;
@@ -3506,6 +3560,7 @@ static ckpt_result _ckpt_run_forward_op(ckpt_chain *ch, const ckpt_op *op, const
     a.params = params;
     r = st->forward(&a);
     if (!in->first && hb) ch->hooks.restore(cur, ch->hooks.user);
+    if (ctx._rng_error) return ctx._rng_error;     /* a refused draw: reported by ckpt_ctx_rng */
     if (r != CKPT_OK) return _ckpt_fail_stage(ch, i, in->first ? "forward" : "forward (recomputation)", r);
     if (in->first) {
         ch->rng_base[ri] = ch->rng_next;
@@ -3540,6 +3595,7 @@ static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, cons
     a.params = params;
     a.param_grads = pgrads;
     r = st->backward(&a);
+    if (ctx._rng_error) return ctx._rng_error;
     return r == CKPT_OK ? CKPT_OK : _ckpt_fail_stage(ch, i, "backward", r);
 }
 
@@ -3825,7 +3881,12 @@ CKPT_API ckpt_result ckpt_forward_microbatches(ckpt_chain *ch, const void *const
     uint64_t live = 0;
     ckpt_result r;
     int m;
-    if (!ch || !inputs) return CKPT_ERR_NULL_ARGUMENT;
+    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    if (!inputs) return _CKPT_ERR(&ch->lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_forward_microbatches: inputs is NULL");
+    for (m = 0; m < ch->lanes; m++)
+        if (!inputs[m])
+            return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_forward: the input (X[0]) of microbatch %d is NULL; "
+                             "stage 0 (%s) would read it", m, _ckpt_stage_name(ch, 0));
     if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "ckpt_forward: no plan; call ckpt_chain_plan first");
     if (ch->state != _CKPT_IDLE)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_forward: the previous forward has not been back-propagated "
@@ -3844,7 +3905,13 @@ CKPT_API ckpt_result ckpt_forward_microbatches(ckpt_chain *ch, const void *const
 CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *ch, const void *const *grad_outputs, void *const *grad_inputs) {
     uint64_t live;
     ckpt_result r;
-    if (!ch || !grad_outputs) return CKPT_ERR_NULL_ARGUMENT;
+    int m;
+    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    if (!grad_outputs) return _CKPT_ERR(&ch->lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_backward_microbatches: grad_outputs is NULL");
+    for (m = 0; m < ch->lanes; m++)
+        if (!grad_outputs[m])
+            return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_backward: the output gradient (G[n]) of microbatch %d "
+                             "is NULL; stage %d (%s) would read it", m, ch->n - 1, _ckpt_stage_name(ch, ch->n - 1));
     if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "ckpt_backward: no plan; call ckpt_chain_plan first");
     if (ch->state != _CKPT_FORWARD_DONE)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_backward: no forward to back-propagate (call ckpt_forward first)");
@@ -3877,6 +3944,86 @@ CKPT_API ckpt_result ckpt_backward(ckpt_chain *ch, const void *grad_output, void
         return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_backward: the chain has %d microbatches; use "
                          "ckpt_backward_microbatches", ch->lanes);
     return ckpt_backward_microbatches(ch, &grad_output, &grad_input);
+}
+
+/* >>eval: ckpt_forward_eval. F(1..n) in lane 0 of the arena, no tapes kept: X[i] at the bottom
+   of the lane for odd i and at the top for even i, the scratch tape and the workspace between.
+   The lane holds the aligned X[i-1], X[i], T[i] and workspace of every F(i) at once (they are live
+   together at the first F(i) of any schedule), so they fit. */
+static ckpt_result _ckpt_eval_stage(ckpt_chain *ch, int i, const void *in, void *out, void *tape, void *ws,
+                                    uint64_t *cursor, unsigned flags) {
+    const ckpt_stage_desc *st = &ch->stages[i];
+    ckpt_ctx ctx;
+    ckpt_fwd_args a;
+    ckpt_result r;
+    int slot = -1;
+    if (ch->streaming && (r = _ckpt_param_acquire(ch, i, &slot)) != CKPT_OK) return r;
+    if (ch->streaming && (r = _ckpt_param_prefetch(ch, slot, i + 1 < ch->n ? i + 1 : -1)) != CKPT_OK) return r;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.chain = ch; ctx.stage = i; ctx.mode = CKPT_MODE_EVAL; ctx.keep_tape = 0; ctx.user = st->user;
+    ctx.backend = &ch->be;
+    ctx.stream = ch->be.compute_stream ? ch->be.compute_stream(ch->be.state) : NULL;
+    ctx._rng_cursor = *cursor;
+    ctx._rng_limit = (flags & CKPT_EVAL_RNG) ? UINT64_MAX : *cursor;
+    a.ctx = &ctx; a.in = in; a.out = out; a.tape = tape; a.workspace = ws;
+    a.params = slot >= 0 ? ch->pslot[slot] : NULL;
+    r = st->forward(&a);
+    if (ctx._rng_error) return ctx._rng_error;
+    if (r != CKPT_OK) return _ckpt_fail_stage(ch, i, "forward (evaluation)", r);
+    *cursor = ctx._rng_cursor;
+    return ch->streaming ? _ckpt_param_release(ch, slot) : CKPT_OK;
+}
+
+CKPT_API ckpt_result ckpt_forward_eval(ckpt_chain *ch, const void *input, const void **output, unsigned flags) {
+    uint64_t L, cursor, hi;
+    const void *in = input;
+    size_t hb;
+    ckpt_result r = CKPT_OK;
+    int i;
+    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    if (!input) return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_forward_eval: input is NULL; stage 0 (%s) would "
+                                 "read it", _ckpt_stage_name(ch, 0));
+    if (flags & ~(unsigned)CKPT_EVAL_RNG)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_forward_eval: unknown flags 0x%x", flags);
+    if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "ckpt_forward_eval: no plan; call ckpt_chain_plan first");
+    if (ch->state != _CKPT_IDLE)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_forward_eval: a forward is pending; run its backward "
+                         "(or ckpt_chain_reset_step) first");
+    L = ch->lane_bytes / CKPT_ALIGN * CKPT_ALIGN;
+    for (i = 0; i < ch->n; i++) {   /* checked first, so that a layout that does not fit runs nothing */
+        const ckpt_cost *c = &ch->costs[i];
+        uint64_t need = (i ? _ckpt_align_up(ch->costs[i - 1].a) : 0) + _ckpt_align_up(c->a) + _ckpt_align_up(c->t) +
+                        _ckpt_align_up(c->wf);
+        if (need > L)
+            return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_DEVICE_MEMORY, "ckpt_forward_eval: stage %d (%s) needs %llu bytes, "
+                             "more than the %llu of one lane of the arena", i, _ckpt_stage_name(ch, i),
+                             (unsigned long long)need, (unsigned long long)L);
+    }
+    hb = ch->hooks.state_bytes;
+    if (hb) ch->hooks.save(ch->hook_state + (size_t)ch->n * ch->lanes * hb, ch->hooks.user);
+    _ckpt_sweep_begin(ch);
+    cursor = ch->rng_next;      /* the ranges the next training forward draws; not consumed */
+    for (i = 0; i < ch->n && r == CKPT_OK; i++) {
+        const ckpt_cost *c = &ch->costs[i];
+        uint64_t a = _ckpt_align_up(c->a), x_off, t_off;
+        char *base = (char *)ch->arena;
+        if (i % 2 == 0) {       /* X[i+1] (1-based) at the bottom, X[i] at the top */
+            x_off = 0; t_off = a;
+        } else {
+            x_off = L - a; t_off = _ckpt_align_up(ch->costs[i - 1].a);
+        }
+        hi = c->a ? x_off + c->a : 0;
+        if (c->t && t_off + c->t > hi) hi = t_off + c->t;
+        if (c->wf && t_off + _ckpt_align_up(c->t) + c->wf > hi) hi = t_off + _ckpt_align_up(c->t) + c->wf;
+        if (hi > ch->stats.arena_high_water) ch->stats.arena_high_water = hi;
+        r = _ckpt_eval_stage(ch, i, in, c->a ? base + x_off : NULL, c->t ? base + t_off : NULL,
+                             c->wf ? base + t_off + _ckpt_align_up(c->t) : NULL, &cursor, flags);
+        in = c->a ? base + x_off : NULL;
+    }
+    if (hb) ch->hooks.restore(ch->hook_state + (size_t)ch->n * ch->lanes * hb, ch->hooks.user);
+    if (r != CKPT_OK) { _ckpt_sync_copies(ch); return r; }
+    if (output) *output = in;
+    return CKPT_OK;
 }
 
 CKPT_API void ckpt_chain_reset_step(ckpt_chain *ch) {

@@ -10,11 +10,13 @@ static long default_allocs = 0;
 #include "../ckpt.h"
 #include "../backends/ckpt_cpu.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define TEST_XORSHIFT64_SEED 0x9e3779b97f4a7c15ull
 #include "test_util.h"
 
 /* A logger that keeps the last item and message. */
@@ -140,6 +142,46 @@ static void invalid_arguments(ckpt_backend *be) {
         CHECK(ckpt_backward(ch, g, NULL) == CKPT_OK, "backward");
         CHECK(ckpt_backward(ch, g, NULL) == CKPT_ERR_OUT_OF_ORDER, "backward twice");
         ckpt_chain_reset_step(ch);
+        /* NULL where a callback would read it: X[0] and G[n] */
+        clear_log();
+        r = ckpt_forward(ch, NULL, NULL);
+        CHECK(r == CKPT_ERR_BAD_ARGUMENT && last_item == r && strstr(last_msg, "X[0]"), "NULL input: %s '%s'",
+              ckpt_result_string(r), last_msg);
+        CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK, "forward after a NULL input");
+        clear_log();
+        r = ckpt_backward(ch, NULL, NULL);
+        CHECK(r == CKPT_ERR_BAD_ARGUMENT && last_item == r && strstr(last_msg, "G[n]"), "NULL output gradient: %s '%s'",
+              ckpt_result_string(r), last_msg);
+        CHECK(ckpt_backward(ch, g, NULL) == CKPT_OK, "the forward is still pending after a NULL output gradient");
+    }
+    ckpt_chain_destroy(ch);
+    /* microbatches: a NULL array, or a NULL entry a callback would read */
+    base_desc(&cd, be);
+    cd.microbatches = 2;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_OK && ckpt_chain_plan(ch, NULL, NULL) == CKPT_OK, "two lanes");
+    {
+        float x[4] = {1, 2, 3, 4}, g[4] = {1, 1, 1, 1};
+        const void *ins[2], *gs[2];
+        ins[0] = x; ins[1] = NULL; gs[0] = g; gs[1] = NULL;
+        clear_log();
+        r = ckpt_forward_microbatches(ch, NULL, NULL);
+        CHECK(r == CKPT_ERR_NULL_ARGUMENT && strstr(last_msg, "inputs"), "NULL inputs: %s '%s'", ckpt_result_string(r), last_msg);
+        clear_log();
+        r = ckpt_forward_microbatches(ch, ins, NULL);
+        CHECK(r == CKPT_ERR_BAD_ARGUMENT && strstr(last_msg, "microbatch 1"), "NULL inputs[1]: %s '%s'",
+              ckpt_result_string(r), last_msg);
+        ins[1] = x;
+        CHECK(ckpt_forward_microbatches(ch, ins, NULL) == CKPT_OK, "forward, two lanes");
+        clear_log();
+        r = ckpt_backward_microbatches(ch, NULL, NULL);
+        CHECK(r == CKPT_ERR_NULL_ARGUMENT && strstr(last_msg, "grad_outputs"), "NULL grad_outputs: %s '%s'",
+              ckpt_result_string(r), last_msg);
+        clear_log();
+        r = ckpt_backward_microbatches(ch, gs, NULL);
+        CHECK(r == CKPT_ERR_BAD_ARGUMENT && strstr(last_msg, "microbatch 1"), "NULL grad_outputs[1]: %s '%s'",
+              ckpt_result_string(r), last_msg);
+        gs[1] = g;
+        CHECK(ckpt_backward_microbatches(ch, gs, NULL) == CKPT_OK, "backward, two lanes");
     }
     ckpt_chain_destroy(ch);
 
@@ -406,6 +448,133 @@ static void injected_failures(ckpt_backend *be) {
     }
 }
 
+/* Times and sizes at the edges. The regression: f = b = 1e308 (their sum overflows) used to give
+   INFEASIBLE with no limit and an assertion in the offload planner; now BAD_TIME naming the
+   stage. Then a bounded fuzz of huge, tiny, denormal and zero times and sizes near the limits
+   through ckpt_plan_create and ckpt_chain_plan for every policy: every result is OK with a plan
+   the simulator agrees with, or a documented error (an assertion would abort the test). */
+static ckpt_backend *fuzz_be;
+static ckpt_result small_alloc(void *state, size_t bytes, void **out) {   /* no real 2^50-byte arenas */
+    if (bytes > ((size_t)1 << 24)) { *out = NULL; return CKPT_ERR_OUT_OF_DEVICE_MEMORY; }
+    return fuzz_be->alloc(state, bytes, out);
+}
+/* scale: 1, or large enough that the chain's times sum to near the limit */
+static double fuzz_time(double scale) {
+    switch (rnd_int(0, 9)) {
+    case 0: return 0.0;
+    case 1: return 4.9406564584124654e-324;     /* the smallest denormal */
+    case 2: return 1e-300;
+    case 3: return rnd_chance(10) ? 1e308 : 1.0;
+    case 4: case 5: return (double)rnd_int(1, 5) * scale;
+    default: return rnd_unit() * scale;
+    }
+}
+static uint64_t fuzz_size(void) {
+    switch (rnd_int(0, 19)) {
+    case 0: case 1: return 0;
+    case 2: return (uint64_t)1 << 56;
+    case 3: return ((uint64_t)1 << 56) / (uint64_t)rnd_int(2, 40);
+    case 4: return rnd_chance(20) ? UINT64_MAX - (uint64_t)rnd_int(0, 3) : (uint64_t)1 << 50;
+    case 5: case 6: return (uint64_t)rnd_int(1, 3);
+    default: return (uint64_t)rnd_int(1, 4096);
+    }
+}
+static int documented(ckpt_result r) {
+    return r == CKPT_OK || r == CKPT_ERR_BAD_TIME || r == CKPT_ERR_SIZE_OVERFLOW || r == CKPT_ERR_INFEASIBLE ||
+           r == CKPT_ERR_TOO_COMPLEX || r == CKPT_ERR_BAD_K || r == CKPT_ERR_OUT_OF_DEVICE_MEMORY;
+}
+static void huge_times(ckpt_backend *be) {
+    ckpt_cost c[8];
+    ckpt_plan_desc pd;
+    ckpt_plan *plan = NULL;
+    ckpt_plan_info info;
+    ckpt_result r;
+    int n, pol, i, iter, ok = 0;
+    uint64_t b;
+    ckpt_backend small = *be;
+    fuzz_be = be;
+    small.alloc = small_alloc;
+    for (n = 1; n <= 3; n++)
+        for (pol = 0; pol < CKPT_POLICY_COUNT_; pol++)
+            for (b = 0; b <= 400; b += b ? 50 : 250) {
+                memset(c, 0, sizeof c);
+                for (i = 0; i < n; i++) { c[i].f = c[i].b = 1e308; c[i].a = 100; c[i].t = 50; }
+                memset(&pd, 0, sizeof pd);
+                pd.policy = (ckpt_policy)pol; pd.budget = b; pd.bandwidth = 1e6; pd.logger.fn = capture;
+                clear_log();
+                r = ckpt_plan_create(c, n, &pd, &plan, &info);
+                CHECK(r == CKPT_ERR_BAD_TIME && strstr(last_msg, "stage 0") && strstr(last_msg, "fwd_time"),
+                      "f = b = 1e308, n %d, %s, budget %llu: %s '%s'", n, ckpt_policy_name((ckpt_policy)pol),
+                      (unsigned long long)b, ckpt_result_string(r), last_msg);
+                ckpt_plan_destroy(plan);
+            }
+    for (iter = 0; iter < 3000; iter++) {
+        double bw[5] = {0, 1e-300, 1.0, 1e9, 1e300};
+        double scale;
+        n = rnd_int(1, 8);
+        scale = rnd_chance(50) ? 1.0 : DBL_MAX / (4.0 * (n + 1)) / (5.0 * n) * (rnd_chance(80) ? 1.0 : 2.5);
+        memset(c, 0, sizeof c);
+        for (i = 0; i < n; i++) {
+            c[i].f = fuzz_time(scale); c[i].b = fuzz_time(scale);
+            c[i].a = fuzz_size(); c[i].t = fuzz_size();
+            c[i].wf = rnd_chance(30) ? fuzz_size() : 0; c[i].wb = rnd_chance(30) ? fuzz_size() : 0;
+            c[i].flags = rnd_chance(15) ? CKPT_STAGE_NO_CHECKPOINT : 0;
+        }
+        memset(&pd, 0, sizeof pd);
+        pd.policy = (ckpt_policy)rnd_int(0, CKPT_POLICY_COUNT_ - 1);
+        pd.k = pd.policy == CKPT_POLICY_EVERY_K ? rnd_int(0, n) : 0;
+        pd.budget = rnd_chance(30) ? 0 : rnd_chance(30) ? fuzz_size() : (uint64_t)rnd_int(1, 20000);
+        pd.max_units = rnd_chance(20) ? (uint32_t)rnd_int(1, 1000) : 0;
+        pd.bandwidth = bw[rnd_int(0, 4)];
+        pd.host_budget = rnd_chance(30) ? fuzz_size() : 0;
+        r = ckpt_plan_create(c, n, &pd, &plan, &info);
+        CHECK(documented(r) && r != CKPT_ERR_OUT_OF_DEVICE_MEMORY, "fuzz %d: %s", iter, ckpt_result_string(r));
+        if (r == CKPT_OK) {
+            int n_ops;
+            const ckpt_op *ops = ckpt_plan_ops(plan, &n_ops);
+            ckpt_sim sim = {-1, -1, 0, 0};
+            double t = -1;
+            uint64_t p = 0;
+            ok++;
+            if (pd.policy == CKPT_POLICY_OFFLOAD && pd.bandwidth > 0) {
+                r = ckpt_schedule_simulate_offload(c, n, ops, n_ops, pd.bandwidth, 0, &sim, NULL);
+                t = sim.time; p = sim.peak;
+            } else {
+                r = ckpt_schedule_simulate(c, n, ops, n_ops, &t, &p, NULL);
+            }
+            CHECK(r == CKPT_OK && t == info.time && p == info.peak && t <= DBL_MAX && (!pd.budget || p <= pd.budget),
+                  "fuzz %d (%s): simulate %s time %g/%g peak %llu/%llu budget %llu", iter,
+                  ckpt_policy_name(pd.policy), ckpt_result_string(r), t, info.time, (unsigned long long)p,
+                  (unsigned long long)info.peak, (unsigned long long)pd.budget);
+            ckpt_plan_destroy(plan);
+        }
+        if (iter % 10 == 0) {   /* the same through a chain, with an arena of at most 16 MiB */
+            ckpt_chain_desc cd;
+            ckpt_chain *ch = NULL;
+            ckpt_stage_desc sd[8];
+            memset(sd, 0, sizeof sd);
+            for (i = 0; i < n; i++) {
+                sd[i].forward = fwd; sd[i].backward = bwd;
+                sd[i].out_bytes = (size_t)c[i].a; sd[i].tape_bytes = (size_t)c[i].t;
+                sd[i].fwd_workspace_bytes = (size_t)c[i].wf; sd[i].bwd_workspace_bytes = (size_t)c[i].wb;
+                sd[i].fwd_time = c[i].f; sd[i].bwd_time = c[i].b; sd[i].flags = c[i].flags;
+            }
+            memset(&cd, 0, sizeof cd);
+            cd.stages = sd; cd.n_stages = n; cd.backend = &small;
+            r = ckpt_chain_create(&cd, &ch);
+            CHECK(r == CKPT_OK || r == CKPT_ERR_BAD_TIME || r == CKPT_ERR_SIZE_OVERFLOW, "fuzz chain %d: %s", iter,
+                  ckpt_result_string(r));
+            if (r == CKPT_OK) {
+                pd.bandwidth = 0;   /* the CPU backend has no pinned memory */
+                r = ckpt_chain_plan(ch, &pd, &info);
+                CHECK(documented(r), "fuzz chain plan %d: %s", iter, ckpt_result_string(r));
+            }
+            ckpt_chain_destroy(ch);
+        }
+    }
+    CHECK(ok > 100, "only %d of the fuzzed chains planned", ok);
+}
+
 int main(void) {
     ckpt_backend be;
     init_stages();
@@ -416,6 +585,7 @@ int main(void) {
     infeasible(&be);
     failing_callbacks(&be);
     injected_failures(&be);
+    huge_times(&be);
     ckpt_cpu_backend_destroy(&be);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

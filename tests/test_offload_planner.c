@@ -21,6 +21,8 @@
       mutations; osim() and ckpt_schedule_simulate_offload must agree on validity and figures,
       and ckpt_schedule_simulate (untimed) must agree with osim() keeping every copy until its P.
    5. A fixed chain where offloading must beat recomputation (both times printed).
+   6. Host allocations of planning a 15-stage chain fail in turn (every one, or every k-th of
+      offload's 18,000), for every policy: the same plan or CKPT_ERR_OUT_OF_HOST_MEMORY.
 
    Usage: test_offload_planner [n_chains] (default 100; part 4b uses twice as many).
    Exit 0 on success, 1 on any failure (each failure prints what was expected and got). */
@@ -1059,12 +1061,82 @@ static void test_must_win(void) {
            fi.n_offloaded, fi.compute_time);
 }
 
+/* 6. Host allocation failures while planning: the N-th allocation fails, for every N up to the
+   count a clean plan makes, on a 15-stage chain with every policy. Each run gives the clean plan
+   (same ops, time and peak) or CKPT_ERR_OUT_OF_HOST_MEMORY, never a different plan, and frees
+   everything it allocated. */
+static long af_live = 0, af_calls = 0, af_fail_at = 0;
+static void *af_alloc(size_t bytes, void *u) {
+    (void)u;
+    if (++af_calls == af_fail_at) return NULL;
+    af_live++;
+    return malloc(bytes);
+}
+static void af_free(void *p, void *u) { (void)u; if (p) { af_live--; free(p); } }
+
+static void test_alloc_failures(void) {
+    ckpt_cost c[15];
+    int pol;
+    fill_chain(c, 15, 1.0, 2.0, 4096, 4096);   /* at 0.2 x store-all and 4000 B/unit: 24 O, 19 W */
+    for (pol = 0; pol < CKPT_POLICY_COUNT_; pol++) {
+        ckpt_plan_desc pd;
+        ckpt_plan *ref = NULL, *got;
+        ckpt_plan_info ri, gi;
+        long calls, k, base, stride;
+        int ref_n = 0, got_n, bad = 0, oom = 0;
+        const ckpt_op *ref_ops;
+        memset(&pd, 0, sizeof pd);
+        pd.policy = (ckpt_policy)pol;
+        pd.allocator.alloc = af_alloc; pd.allocator.free = af_free;
+        pd.bandwidth = 4000;
+        af_fail_at = 0; af_calls = 0;
+        CHECK(ckpt_plan_create(c, 15, &pd, &ref, &ri) == CKPT_OK, "store-all figures");
+        ckpt_plan_destroy(ref);
+        pd.budget = pol == CKPT_POLICY_STORE_ALL ? 0 : pol == CKPT_POLICY_OFFLOAD ? ri.store_all_peak / 5 : ri.store_all_peak / 2;
+        af_calls = 0;
+        if (ckpt_plan_create(c, 15, &pd, &ref, &ri) != CKPT_OK) { CHECK(0, "%s: no clean plan", ckpt_policy_name(pd.policy)); continue; }
+        calls = af_calls;
+        base = af_live;
+        ref_ops = ckpt_plan_ops(ref, &ref_n);
+        stride = 1 + calls / 2000;  /* offload makes about 18,000 allocations: every 10th of them */
+        for (k = 1; k <= calls; k += stride) {
+            ckpt_result r;
+            af_calls = 0; af_fail_at = k;
+            r = ckpt_plan_create(c, 15, &pd, &got, &gi);
+            if (r == CKPT_OK) {
+                const ckpt_op *ops = ckpt_plan_ops(got, &got_n);
+                if (got_n != ref_n || memcmp(ops, ref_ops, (size_t)ref_n * sizeof *ops) != 0 || gi.time != ri.time ||
+                    gi.peak != ri.peak) {
+                    if (bad++ < 3) printf("  %s: allocation %ld of %ld failed, yet a different plan came back "
+                                          "(time %.6g, not %.6g)\n", ckpt_policy_name(pd.policy), k, calls, gi.time, ri.time);
+                }
+                ckpt_plan_destroy(got);
+            } else {
+                CHECK(r == CKPT_ERR_OUT_OF_HOST_MEMORY && got == NULL, "%s: allocation %ld failed: %s",
+                      ckpt_policy_name(pd.policy), k, ckpt_result_string(r));
+                oom++;
+            }
+            CHECK(af_live == base, "%s: allocation %ld failed: %ld blocks leaked", ckpt_policy_name(pd.policy), k,
+                  af_live - base);
+            af_live = base;     /* the reference plan's */
+        }
+        CHECK(bad == 0, "%s: %d of %ld failed allocations gave a different plan", ckpt_policy_name(pd.policy), bad, calls);
+        printf("allocation failures, %s on 15 stages: %ld allocations (failed in turn with stride %ld), %d runs out of "
+               "memory, %d different plans\n", ckpt_policy_name(pd.policy), calls, stride, oom, bad);
+        af_fail_at = 0;
+        ckpt_plan_destroy(ref);
+        CHECK(af_live == 0, "%s: %ld blocks live at the end", ckpt_policy_name(pd.policy), af_live);
+        af_live = 0;
+    }
+}
+
 int main(int argc, char **argv) {
     double t0 = now_s();
     int n_chains = argc > 1 ? atoi(argv[1]) : 100;
     test_hand();
     test_invalid();
     test_must_win();
+    test_alloc_failures();
     test_random(n_chains);
     test_random_schedules(n_chains * 2);
     printf("%d checks, %d failures, %.2f s\n", checks, failures, now_s() - t0);

@@ -73,7 +73,7 @@ static void dropout_stats(void) {
 #define N 6
 static uint64_t user_gen = 12345;           /* the user's own generator state */
 static uint32_t seen_first[N][4], seen_user_first[N];
-static int replays[N], mismatches = 0, draw_extra = -1;
+static int replays[N], mismatches = 0, draw_extra = -1, draw_fewer = -1, swallow = 0;
 
 static void save_gen(void *state, void *user) { (void)user; memcpy(state, &user_gen, sizeof user_gen); }
 static void restore_gen(const void *state, void *user) { (void)user; memcpy(&user_gen, state, sizeof user_gen); }
@@ -83,11 +83,11 @@ static ckpt_result fwd(const ckpt_fwd_args *a) {
     int i = a->ctx->stage;
     ckpt_philox p;
     uint32_t w[4], u;
-    ckpt_result r = ckpt_ctx_rng(a->ctx, 2, &p);
+    ckpt_result r = ckpt_ctx_rng(a->ctx, i == draw_fewer && a->ctx->mode == CKPT_MODE_RECOMPUTE ? 1 : 2, &p);
     if (r != CKPT_OK) return r;
     if (i == draw_extra && a->ctx->mode == CKPT_MODE_RECOMPUTE) {
         ckpt_philox q;
-        if ((r = ckpt_ctx_rng(a->ctx, 1, &q)) != CKPT_OK) return r;
+        if ((r = ckpt_ctx_rng(a->ctx, 1, &q)) != CKPT_OK && !swallow) return r;
     }
     ckpt_philox_block(&p, 1, w);
     u = user_next();
@@ -152,8 +152,8 @@ static void replay(void) {
     CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK, "forward 2");
     CHECK(memcmp(step1, seen_first, sizeof step1) != 0, "step 2 reused step 1's random numbers");
     CHECK(ckpt_backward(ch, g, gi) == CKPT_OK && mismatches == 0, "backward 2");
-    /* a recomputation that draws more than the first forward is CKPT_ERR_CALLBACK from the stage
-       (the draw itself fails with CKPT_ERR_RNG_REPLAY), and the next step is clean */
+    /* a recomputation that draws more blocks than the first forward, or fewer, fails the step with
+       CKPT_ERR_RNG_REPLAY (also when the callback ignores the failed draw), and the next step is clean */
     {
         const ckpt_op *ops;
         int n_ops, k, victim = -1;
@@ -165,15 +165,38 @@ static void replay(void) {
             if (!first) { victim = ops[k].stage - 1; break; }
         }
         CHECK(victim >= 0, "no recomputed stage");
-        draw_extra = victim;
-        CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK, "forward 3");
-        r = ckpt_backward(ch, g, gi);
-        CHECK(r == CKPT_ERR_CALLBACK, "over-drawing recomputation gave %s", ckpt_result_string(r));
-        ckpt_chain_get_stats(ch, &cs);
-        CHECK(cs.failed_stage == victim && cs.failed_result == CKPT_ERR_RNG_REPLAY, "failed stage %d (%s)",
-              cs.failed_stage, ckpt_result_string(cs.failed_result));
-        draw_extra = -1;
-        CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK && ckpt_backward(ch, g, gi) == CKPT_OK, "clean step after failure");
+        for (k = 0; k < 3; k++) {
+            draw_extra = k < 2 ? victim : -1; swallow = k == 1; draw_fewer = k == 2 ? victim : -1;
+            CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK, "forward 3");
+            r = ckpt_backward(ch, g, gi);
+            CHECK(r == CKPT_ERR_RNG_REPLAY, "%s recomputation gave %s", k == 2 ? "under-drawing" : "over-drawing",
+                  ckpt_result_string(r));
+            ckpt_chain_get_stats(ch, &cs);
+            CHECK(cs.failed_stage == -1, "a replay failure is no callback failure (failed stage %d)", cs.failed_stage);
+            draw_extra = draw_fewer = -1; swallow = 0;
+            CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK && ckpt_backward(ch, g, gi) == CKPT_OK, "clean step after failure");
+        }
+    }
+    /* an abandoned forward keeps what it drew: the next forward starts where it ended */
+    {
+        uint32_t before[N][4];
+        ckpt_philox p;
+        uint32_t w[4];
+        uint64_t used = 0;
+        CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK, "forward to abandon");
+        memcpy(before, seen_first, sizeof before);
+        ckpt_chain_reset_step(ch);
+        CHECK(ckpt_forward(ch, x, NULL) == CKPT_OK, "forward after reset");
+        CHECK(memcmp(before, seen_first, sizeof before) != 0, "the forward after a reset redrew the abandoned numbers");
+        /* the abandoned forward drew blocks 1..2N after those before it: find its base by search */
+        p.key = 99; p.count = 2;
+        for (used = 1000; used < 1000 + 100 * 2 * N; used += 2) {
+            p.base = used; ckpt_philox_block(&p, 1, w);
+            if (memcmp(w, before[0], sizeof w) == 0) break;
+        }
+        p.base = used + 2 * N; ckpt_philox_block(&p, 1, w);
+        CHECK(memcmp(w, seen_first[0], sizeof w) == 0, "after a reset, stage 0 did not draw right after the abandoned forward");
+        CHECK(ckpt_backward(ch, g, gi) == CKPT_OK, "backward after reset");
     }
     ckpt_chain_destroy(ch);
     ckpt_cpu_backend_destroy(&be);
