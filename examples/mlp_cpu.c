@@ -181,38 +181,23 @@ static void model_init(Model *m, Rng *rng, float w2_scale, float bias_std)
 }
 
 /* ---- the block's elementwise loops ------------------------------------------------------------
-   Written so that compilers vectorise them: contiguous inner loops over a row's columns, the
-   row's invariants hoisted, no calls to libm inside (exp_approx below), EXAMPLE_SIMD on the
-   elementwise ones (an OpenMP simd pragma when built with OpenMP). Rows are independent, so the
-   loops over rows are EXAMPLE_PARALLEL_FOR; the sums over rows (bias and LayerNorm parameter
+   Contiguous inner loops over a row's columns, the row's invariants hoisted, no branches inside
+   but selects, EXAMPLE_SIMD on the elementwise ones (an OpenMP simd pragma when built with
+   OpenMP). Not on the GELU loops: expf is a libm call, which GCC 12 and clang 14 do not vectorise
+   without -ffast-math (clang warns about a simd loop it cannot vectorise; a branch-free
+   polynomial exp tried instead was not vectorised either and was slower than glibc's expf), so
+   at one thread these loops cost what the plain ones did; the gain is threading. Rows are
+   independent, so the loops over rows are EXAMPLE_PARALLEL_FOR; the sums over rows (bias and LayerNorm parameter
    gradients) are split over columns instead and add the rows in order, and the sums within a row
    (LayerNorm's mean, variance and backward sums) run in a fixed order of their own (row_sum), so
    no result depends on the thread count. */
 
-/* e^x for |x| up to about 87, branch-free: x = n ln2 + r with |r| <= ln2/2 (n rounded by the
-   1.5 * 2^23 trick, ln2 in two parts), e^r by its Taylor polynomial of degree 7 (truncation below
-   2e-8 relative), 2^n put into the exponent bits. x is clamped to [-87, 88] first, so 2^n stays a
-   normal float. */
-static inline float exp_approx(float x)
-{
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
-    float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.66666667e-1f + r * (4.16666667e-2f
-              + r * (8.33333333e-3f + r * (1.38888889e-3f + r * 1.98412698e-4f))))));
-    int32_t bits = ((int32_t)n + 127) * (1 << 23);
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
-
-/* GELU, tanh approximation. tanh(u) = 1 - 2 / (1 + e^2u). */
+/* GELU, tanh approximation. tanh(u) = 1 - 2 / (1 + e^2u): libm's tanhf is 3x slower here. */
 #define GELU_K 0.7978845608f    /* sqrt(2/pi) */
 
 static inline float gelu_tanh(float x)
 {
-    return 1.0f - 2.0f / (1.0f + exp_approx(2.0f * GELU_K * (x + 0.044715f * x * x * x)));
+    return 1.0f - 2.0f / (1.0f + expf(2.0f * GELU_K * (x + 0.044715f * x * x * x)));
 }
 
 static inline float gelu(float x) { return 0.5f * x * (1.0f + gelu_tanh(x)); }
@@ -224,23 +209,19 @@ static inline float gelu_grad(float x)
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
 }
 
-/* The sum of a[c] * b[c] + add (b NULL: of a[c] + add, squared when sq), c < n, in a fixed order:
-   eight running sums (term c into sum c % 8), added pairwise at the end. */
-static inline float row_sum(const float *a, const float *b, float add, int sq, int n)
-{
-    float s[8] = { 0 };
-    int c = 0;
-    for (; c + 8 <= n; c += 8)
-        for (int j = 0; j < 8; j++) {
-            float v = b ? a[c + j] * b[c + j] : a[c + j] + add;
-            s[j] += sq ? v * v : v;
-        }
-    for (; c < n; c++) {
-        float v = b ? a[c] * b[c] : a[c] + add;
-        s[c & 7] += sq ? v * v : v;
-    }
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
+/* Sums within a row, c < n, in a fixed order: eight running sums (term c into sum c % 8), added
+   pairwise at the end. row_sum: of a[c]; row_sumsq: of (a[c] - mu)^2; row_dot: of a[c] * b[c]. */
+#define ROW_SUM8(term)                                                                          \
+    float s[8] = { 0 };                                                                         \
+    int c = 0;                                                                                  \
+    for (; c + 8 <= n; c += 8)                                                                  \
+        for (int j = 0; j < 8; j++) { const int k = c + j; s[j] += (term); }                   \
+    for (; c < n; c++) { const int k = c; s[c & 7] += (term); }                                 \
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+
+static inline float row_sum(const float *a, int n) { ROW_SUM8(a[k]); }
+static inline float row_sumsq(const float *a, float mu, int n) { ROW_SUM8((a[k] - mu) * (a[k] - mu)); }
+static inline float row_dot(const float *a, const float *b, int n) { ROW_SUM8(a[k] * b[k]); }
 
 enum { COL_BLOCK = 64 };        /* columns per task in the sums over rows */
 
@@ -277,8 +258,8 @@ static void block_forward(const Model *m, const Block *p, const float *x, float 
     for (int r = 0; r < N; r++) {
         const float *xr = x + (size_t)r * C;
         float *lr = ln + (size_t)r * C;
-        const float mu = row_sum(xr, NULL, 0.0f, 0, C) / C;
-        const float var = row_sum(xr, NULL, -mu, 1, C);
+        const float mu = row_sum(xr, C) / C;
+        const float var = row_sumsq(xr, mu, C);
         const float rs = 1.0f / sqrtf(var / C + 1e-5f);
         EXAMPLE_SIMD
         for (int c = 0; c < C; c++) lr[c] = (xr[c] - mu) * rs * ln_g[c] + ln_b[c];
@@ -290,7 +271,6 @@ static void block_forward(const Model *m, const Block *p, const float *x, float 
     EXAMPLE_PARALLEL_FOR
     for (int r = 0; r < N; r++) {
         float *hr = h + (size_t)r * H, *ar = a + (size_t)r * H;
-        EXAMPLE_SIMD
         for (int j = 0; j < H; j++) {
             const float v = hr[j] + b1[j];
             hr[j] = v;
@@ -356,7 +336,6 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
     for (int r = 0; r < N; r++) {
         float *dr = da + (size_t)r * H;
         const float *hr = h + (size_t)r * H;
-        EXAMPLE_SIMD
         for (int j = 0; j < H; j++) dr[j] *= gelu_grad(hr[j]);     /* da becomes dL/dh */
     }
     add_column_sums(g->b1, da, N, H);
@@ -387,15 +366,16 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
         const float *xr = x + off, *dr = dln + off, *dyr = dy + off;
         float *dxr = dx + off;
         const float mu = mean[r], rs = rstd[r];
-        /* dm (no longer needed) holds this row's x-hat, so that row_sum reads it contiguously */
-        float *xhat = dm + off;
+        /* dm (no longer needed) holds this row's dln * ln_g, da (H >= C) its x-hat, so that the
+           sums read them contiguously */
+        float *d = dm + off, *xhat = da + (size_t)r * H;
         EXAMPLE_SIMD
-        for (int c = 0; c < C; c++) xhat[c] = (xr[c] - mu) * rs;
-        float *d = da + (size_t)r * H;     /* da (no longer needed) holds dln * ln_g: H >= C */
-        EXAMPLE_SIMD
-        for (int c = 0; c < C; c++) d[c] = dr[c] * ln_g[c];
-        const float sum_d = row_sum(d, NULL, 0.0f, 0, C) / C;
-        const float sum_dx = row_sum(d, xhat, 0.0f, 0, C) / C;
+        for (int c = 0; c < C; c++) {
+            d[c] = dr[c] * ln_g[c];
+            xhat[c] = (xr[c] - mu) * rs;
+        }
+        const float sum_d = row_sum(d, C) / C;
+        const float sum_dx = row_dot(d, xhat, C) / C;
         EXAMPLE_SIMD
         for (int c = 0; c < C; c++) dxr[c] = dyr[c] + rs * (d[c] - sum_d - xhat[c] * sum_dx);
     }
