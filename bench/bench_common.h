@@ -6,11 +6,20 @@
      BENCH_MEM_LABEL     the text column of the memory the backend allocated ("device MiB"),
      BENCH_MEM_CSV       its CSV column name ("device_peak"),
      BENCH_MEM_BYTES(r)  those bytes for Run *r,
-     BENCH_TRAIN         the example's function that trains a Session under a plan desc. */
+     BENCH_TRAIN         the example's function that trains a Session under a plan desc,
+   and optionally
+     BENCH_CPU_MS(r)     the median CPU time of Run *r's timed steps, in ms: adds the columns
+                         "cpu ms" and "cpu x" (its ratio to store-all's) beside the wall time. */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
 
 #define MAX_FRACS 32
+
+#ifdef BENCH_CPU_MS
+#define BENCH_CPU_CSV ",cpu_ms,cpu_ratio"
+#else
+#define BENCH_CPU_CSV ""
+#endif
 
 /* "1,0.8,0.5" into fracs; the count, or 0 when the list is malformed. */
 static int parse_fracs(const char *s, double *fracs)
@@ -43,13 +52,21 @@ static void print_header(const Config *cfg, int csv)
     if (csv) {
         printf("policy,k,frac,budget_bytes,feasible,planned_peak,measured_peak," BENCH_MEM_CSV ",n_recomputed,"
                "pred_ms,meas_ms,pred_ratio,meas_ratio,mem_ratio,min_budget,grads_identical,"
-               "pinned_bytes,loads_per_step,slot_bytes\n");
+               "pinned_bytes,loads_per_step,slot_bytes" BENCH_CPU_CSV "\n");
         return;
     }
     printf("%-14s %5s %12s %12s", "policy", "frac", "planned MiB", BENCH_MEM_LABEL);
     if (cfg->bandwidth_gbs > 0.0) printf(" %10s", "pinned MiB");
     if (cfg->stream) printf(" %6s %9s", "loads", "slot MiB");
-    printf(" %6s %9s %9s %7s %7s %6s %s\n", "recomp", "pred ms", "meas ms", "pred x", "meas x", "mem x", "grads");
+    printf(" %6s %9s %9s", "recomp", "pred ms", "meas ms");
+#ifdef BENCH_CPU_MS
+    printf(" %9s", "cpu ms");
+#endif
+    printf(" %7s %7s", "pred x", "meas x");
+#ifdef BENCH_CPU_MS
+    printf(" %7s", "cpu x");
+#endif
+    printf(" %6s %s\n", "mem x", "grads");
 }
 
 /* One line: run r at budget (frac of store-all's peak), against the store-all run ref; same:
@@ -60,8 +77,8 @@ static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, 
     char name[32];
     run_name(r, name, sizeof name);
     if (csv && !r->feasible) {
-        printf("%s,,%g,%llu,0,,,,,,,,,,%llu,,,,\n", ckpt_policy_name(r->policy), frac, (unsigned long long)budget,
-               (unsigned long long)r->info.min_budget);
+        printf("%s,,%g,%llu,0,,,,,,,,,,%llu,,,,%s\n", ckpt_policy_name(r->policy), frac, (unsigned long long)budget,
+               (unsigned long long)r->info.min_budget, BENCH_CPU_CSV[0] ? ",," : "");
         return;
     }
     if (!r->feasible) {
@@ -72,19 +89,30 @@ static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, 
     double pred_x = r->info.time / ref->info.time, meas_x = r->ms_per_step / ref->ms_per_step;
     double mem_x = (double)r->info.peak / (double)ref->info.peak;
     if (csv) {
-        printf("%s,%d,%g,%llu,1,%llu,%llu,%llu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%llu,%d,%llu,%.2f,%llu\n",
+        printf("%s,%d,%g,%llu,1,%llu,%llu,%llu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%llu,%d,%llu,%.2f,%llu",
                ckpt_policy_name(r->policy), r->info.k, frac, (unsigned long long)budget,
                (unsigned long long)r->info.peak, (unsigned long long)r->stats.measured_peak,
                (unsigned long long)BENCH_MEM_BYTES(r), r->info.n_recomputed, r->info.time, r->ms_per_step,
                pred_x, meas_x, mem_x, (unsigned long long)r->info.min_budget, same,
                (unsigned long long)r->stats.pool_bytes, loads_per_step(r), (unsigned long long)r->stats.slot_bytes);
+#ifdef BENCH_CPU_MS
+        printf(",%.4f,%.4f", BENCH_CPU_MS(r), BENCH_CPU_MS(r) / BENCH_CPU_MS(ref));
+#endif
+        printf("\n");
         return;
     }
     printf("%-14s %5.2f %12.2f %12.2f", name, frac, mib(r->info.peak), mib(BENCH_MEM_BYTES(r)));
     if (cfg->bandwidth_gbs > 0.0) printf(" %10.2f", mib(r->stats.pool_bytes));
     if (cfg->stream) printf(" %6.1f %9.2f", loads_per_step(r), mib(r->stats.slot_bytes));
-    printf(" %6d %9.3f %9.3f %7.3f %7.3f %6.3f %s\n", r->info.n_recomputed, r->info.time, r->ms_per_step, pred_x,
-           meas_x, mem_x, same ? "same" : "DIFFER");
+    printf(" %6d %9.3f %9.3f", r->info.n_recomputed, r->info.time, r->ms_per_step);
+#ifdef BENCH_CPU_MS
+    printf(" %9.3f", BENCH_CPU_MS(r));
+#endif
+    printf(" %7.3f %7.3f", pred_x, meas_x);
+#ifdef BENCH_CPU_MS
+    printf(" %7.3f", BENCH_CPU_MS(r) / BENCH_CPU_MS(ref));
+#endif
+    printf(" %6.3f %s\n", mem_x, same ? "same" : "DIFFER");
 }
 
 /* Every policy at every budget (fracs of ref's planned peak), a line each, the offload policy

@@ -2,12 +2,13 @@
 
    The CPU counterpart of bench/mlp_gpu_bench.cu, and ckpt.h's side of the comparison with
    bench/torch_checkpoint.py on a machine without a GPU. It trains examples/mlp_cpu.c's model (a
-   stack of transformer MLP blocks, one ckpt stage each, OpenBLAS on one thread) under each policy
+   stack of transformer MLP blocks, one ckpt stage each) under each policy
    at several budgets, given as fractions of store-all's planned peak, and prints one line per
    (policy, budget): the planned peak, the arena the executor allocated, the predicted step time
    (the plan's time: the sum of the measured per-block forward and backward times, in ms) and the
-   measured one (median over the timed steps, after one warm-up step), both as ratios to
-   store-all, the activation memory ratio (planned peak / store-all's planned peak), and whether
+   measured one (median over the timed steps, after one warm-up step; wall time, and the process's
+   CPU time over all its threads, CLOCK_PROCESS_CPUTIME_ID: on a shared machine the CPU time is
+   the figure to trust), all as ratios to store-all, the activation memory ratio (planned peak / store-all's planned peak), and whether
    the last step's gradients (parameters and the input's) are bit-identical to store-all's.
 
    The measured step is what bench/torch_checkpoint.py times: zero the gradients, forward, loss,
@@ -16,9 +17,12 @@
 
    Comparing with PyTorch: run both with the same --width --depth --batch --dropout, e.g.
 
-       OPENBLAS_NUM_THREADS=1 ./build/default/mlp_cpu_bench --width 256 --depth 12 --batch 1024
-       /usr/bin/python3 bench/torch_checkpoint.py --device cpu --threads 1 --width 256 --depth 12 \
-           --batch 1024
+       ./build/default/mlp_cpu_bench --threads 1 --width 512 --depth 16 --batch 512
+       /usr/bin/python3 bench/torch_checkpoint.py --device cpu --threads 1 --width 512 --depth 16 \
+           --batch 512
+
+   --threads T (default: $OPENBLAS_NUM_THREADS if set, else 1) gives OpenBLAS and the example's
+   OpenMP loops T threads (example_set_threads); the gradients are the same bits at every T.
 
    and compare ratios, each system against its own store-all run (see torch_checkpoint.py).
    --fracs takes PyTorch's memory ratios directly, to put ckpt.h at the same points.
@@ -27,32 +31,36 @@
    throttled to that many GB/s each way ("pinned MiB": the pool). --stream 1 streams the
    parameters on every line, the reference included.
 
-   Build: the CMake target mlp_cpu_bench (needs OpenBLAS), or from the repository root
-       cc -std=c11 -O2 -I. bench/mlp_cpu_bench.c -o mlp_cpu_bench -lopenblas -lm -lpthread
+   Build: the CMake target mlp_cpu_bench, or from the repository root (Debian's OpenBLAS)
+       cc -std=c11 -O2 -fopenmp -DCKPT_EXAMPLE_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread \
+           -I. bench/mlp_cpu_bench.c -o mlp_cpu_bench -lopenblas -lm -lpthread
    Run:
        ./mlp_cpu_bench [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]
                        [--fracs 1,0.8,...] [--policies optimal,every-k,...] [--bandwidth GB_PER_S]
-                       [--stream 0|1] [--csv]
+                       [--stream 0|1] [--threads T] [--csv]
    Exit status 0; 1 if some policy's gradients differ from store-all's; 2 on bad arguments.
 */
 #define MLP_CPU_NO_MAIN
 #include "../examples/mlp_cpu.c"
-#include <cblas.h>              /* included by the example already; CMake looks for it here */
+#include "../examples/blas.h"   /* included by the example already */
 
 #define BENCH_MEM_LABEL "arena MiB"
 #define BENCH_MEM_CSV "arena_bytes"
 #define BENCH_MEM_BYTES(r) ((r)->stats.arena_bytes)
 #define BENCH_TRAIN session_train
+#define BENCH_CPU_MS(r) ((r)->cpu_ms_per_step)
 #include "bench_common.h"
 
 static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]\n"
-            "          [--fracs F1,F2,...] [--policies P1,P2,...] [--bandwidth GB_PER_S] [--stream 0|1] [--csv]\n"
+            "          [--fracs F1,F2,...] [--policies P1,P2,...] [--bandwidth GB_PER_S] [--stream 0|1]\n"
+            "          [--threads T] [--csv]\n"
             "defaults: --width 64 --depth 8 --batch 256 --steps 6 (1 warm-up, then timed; the median)\n"
             "          --dropout 0.1 --seed 42 --fracs 1,0.8,0.6,0.5,0.4,0.3,0.25,0.2 (of store-all's peak)\n"
-            "          --policies every-k,sqrt,greedy,optimal (and offload with --bandwidth)\n",
+            "          --policies every-k,sqrt,greedy,optimal (and offload with --bandwidth)\n"
+            "          --threads $OPENBLAS_NUM_THREADS if set, else 1\n",
             prog);
     exit(2);
 }
@@ -99,6 +107,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--seed")) cfg.seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--bandwidth")) cfg.bandwidth_gbs = atof(v);
         else if (!strcmp(a, "--stream")) cfg.stream = atoi(v);
+        else if (!strcmp(a, "--threads")) { if ((cfg.threads = atoi(v)) < 1) usage(argv[0]); }
         else if (!strcmp(a, "--fracs")) { if (!(n_fracs = parse_fracs(v, fracs))) usage(argv[0]); }
         else if (!strcmp(a, "--policies")) {
             if (!(n_policies = parse_policies(v, policies))) usage(argv[0]);
@@ -109,6 +118,7 @@ int main(int argc, char **argv)
         !(cfg.bandwidth_gbs >= 0.0))
         usage(argv[0]);
     if (!policies_given && cfg.bandwidth_gbs > 0.0) policies[n_policies++] = CKPT_POLICY_OFFLOAD;
+    example_openmp_passive(cfg.threads ? cfg.threads : default_threads(), argv);
 
     Session ss;
     session_open(&ss, &cfg);
@@ -121,11 +131,19 @@ int main(int argc, char **argv)
     session_train(&ss, &pd, &ref);
 
     const char *lead = csv ? "# " : "";
-    printf("%sCPU backend, OpenBLAS on 1 thread; %d blocks of width %d (hidden %d), %d rows, dropout %.2f, "
-           "1+%d steps (warm-up+timed, median)\n", lead, cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.steps - 1);
+    printf("%sCPU backend, %s, %d thread%s (%s); %d blocks of width %d (hidden %d), %d rows, dropout %.2f, "
+           "1+%d steps (warm-up+timed, median)\n", lead, EXAMPLE_BLAS, ss.cfg.threads, ss.cfg.threads == 1 ? "" : "s",
+#ifdef _OPENMP
+           "BLAS and OpenMP loops",
+#else
+           "BLAS only: built without OpenMP",
+#endif
+           cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.steps - 1);
     printf("%sone block: fwd %.3f ms, bwd %.3f ms; store-all: planned peak %llu bytes (%.2f MiB), predicted "
-           "%.3f ms, measured %.3f ms per step\n", lead, ss.fwd_ms, ss.bwd_ms, (unsigned long long)ref.info.peak,
-           mib(ref.info.peak), ref.info.time, ref.ms_per_step);
+           "%.3f ms, measured %.3f ms (CPU %.3f ms) per step\n", lead, ss.fwd_ms, ss.bwd_ms,
+           (unsigned long long)ref.info.peak, mib(ref.info.peak), ref.info.time, ref.ms_per_step, ref.cpu_ms_per_step);
+    printf("%sstore-all's last gradients: checksum %016llx\n", lead,
+           (unsigned long long)ckpt_checksum(ref.grads, (ss.model.n_params + (size_t)cfg.N * cfg.C) * sizeof(float)));
     if (cfg.bandwidth_gbs > 0.0)
         printf("%soffload: copy engine throttled to %.3g GB/s each way\n", lead, cfg.bandwidth_gbs);
     if (cfg.stream)

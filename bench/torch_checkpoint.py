@@ -14,14 +14,27 @@ teacher; biases 0 for the student, N(0, 0.01) for the teacher), not bit for bit:
 draws from ckpt.h's Philox, this script from torch's generator. The gradient of the chain's
 input is computed too, as the C example does (ckpt_backward with a grad_in buffer).
 
-What it measures, for store-all (plain forward and backward) and then for
-checkpoint_sequential(blocks, segments, x, use_reentrant=False) at every segment count 1..L
-(or the --segments list):
+What it measures, for store-all (plain forward and backward) and then for each --variants entry
+at every segment count 1..L (or the --segments list):
 
-  step ms          median over --steps steps (after --warmup) of one training step: zero the
-                   gradients, forward, loss, backward, SGD update; torch.cuda.synchronize() before
-                   and after each timed step on CUDA.
-  time ratio       step ms / store-all's step ms.
+  reentrant        torch.utils.checkpoint.checkpoint_sequential(blocks, segments, x), PyTorch's
+                   stock function with its default settings (in torch 1.13: the reentrant
+                   checkpoint, preserve_rng_state=True); on a PyTorch whose
+                   checkpoint_sequential takes use_reentrant, use_reentrant=True is passed.
+  nonreentrant     where checkpoint_sequential takes use_reentrant (PyTorch 2.x): the stock
+                   checkpoint_sequential(..., use_reentrant=False). Where it does not (1.11-1.13:
+                   it rejects the keyword), the stock torch.utils.checkpoint.checkpoint(...,
+                   use_reentrant=False) applied to the segments checkpoint_sequential makes
+                   (see below), and the header says so. Before 1.11 there is none: skipped.
+
+  step ms          median over --steps steps (after --warmup) of one training step's wall time:
+                   zero the gradients, forward, loss, backward, SGD update;
+                   torch.cuda.synchronize() before and after each timed step on CUDA.
+  cpu ms           median of the same steps' CPU time of the whole process, every thread
+                   (time.process_time()): on a shared machine, the figure to trust.
+  time ratio       step ms / store-all's step ms; cpu ratio: cpu ms / store-all's cpu ms.
+  minflt           median minor page faults per step (getrusage), a sign of memory being
+                   mapped and unmapped.
   activation B     on CUDA, torch.cuda.max_memory_allocated() during a step minus
                    torch.cuda.memory_allocated() just before it (reset_peak_memory_stats() before
                    every measured step; the largest over the measured steps). On the CPU, the
@@ -65,14 +78,20 @@ per-step parameter gradients before they are accumulated), which is one more rea
 ratios and not bytes.
 
 On the CPU (the comparison with ckpt.h's CPU side, bench/mlp_cpu_bench and examples/mlp_cpu,
-which run OpenBLAS on one thread):
+run with the same --threads):
 
-    python3 bench/torch_checkpoint.py --device cpu --width 64 --depth 6 --batch 256 \\
-        --steps 3 --warmup 1 [--threads 1] [--csv]
+    /usr/bin/python3 bench/torch_checkpoint.py --device cpu --width 512 --depth 16 --batch 512 \\
+        --segments 2,4,8,16 --steps 3 --warmup 1 [--threads 1] [--csv]
 
---threads N (default 1) sets torch.set_num_threads(N) and, where PyTorch's BLAS is OpenBLAS
+--threads N (default 1) gives PyTorch N threads as its users would: OMP_NUM_THREADS and
+OPENBLAS_NUM_THREADS are set to N before torch is imported, torch.set_num_threads(N) (its OpenMP
+intra-op threads; --torch-threads M sets M instead) and, where PyTorch's BLAS is OpenBLAS
 (Debian's python3-torch), openblas_set_num_threads(N), which torch.set_num_threads does not
-reach; the header says what was set. On CUDA it only concerns the host side.
+reach. With more than one thread, OMP_WAIT_POLICY=PASSIVE is set before the import unless the
+environment sets it (--omp-wait-policy overrides): PyTorch's OpenMP threads otherwise spin after
+each parallel op while OpenBLAS's threads want the same cores (examples/blas.h does the same for
+ckpt.h's side). The header says what was set, and the load average at the start and the end.
+On CUDA it only concerns the host side.
 
 Memory on the CPU. PyTorch allocates every CPU tensor's storage with c10::alloc_cpu (libc10.so),
 which on Linux is posix_memalign(64, nbytes), and frees it with c10::free_cpu, i.e. free(); in
@@ -115,10 +134,12 @@ last block's backward (as at those sizes), activation B = (L - s*(k-1))*N*S
 
 PyTorch versions: checkpoint_sequential takes use_reentrant only from PyTorch 2.0 on (1.11-1.13
 accept it on checkpoint() but checkpoint_sequential rejects it with "Unexpected keyword
-arguments"). There this script runs a line-for-line replica of checkpoint_sequential (the same
-segment split, the last segment not checkpointed) built on checkpoint(..., use_reentrant=False),
-which is what checkpoint_sequential does in 2.x, and says so in its header. Before 1.11 there is
-no non-reentrant checkpoint at all; the script then uses the reentrant one and says so.
+arguments"). The "reentrant" rows always run the stock checkpoint_sequential. The
+"nonreentrant" rows on 1.11-1.13 run the stock checkpoint(..., use_reentrant=False) on the
+segments listed above (segment_bounds below: s = L // segments blocks each, the last segment
+taking the rest and run without checkpoint); they are labelled so. An earlier version of this
+script ran that variant alone and called it checkpoint_sequential; in torch 1.13 it is the
+slower of the two on the CPU (see bench/RESULTS.md, 2026-11-24).
 """
 
 import argparse
@@ -128,6 +149,7 @@ import inspect
 import math
 import os
 import platform
+import resource
 import shlex
 import shutil
 import statistics
@@ -155,7 +177,14 @@ def parse_args(argv):
                     help="comma-separated segment counts (default: every one of 1..L)")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--threads", type=int, default=1,
-                    help="CPU threads: torch.set_num_threads and OpenBLAS's; 1")
+                    help="CPU threads: OMP/OpenBLAS env, torch.set_num_threads and OpenBLAS's; 1")
+    ap.add_argument("--torch-threads", type=int, default=None,
+                    help="torch.set_num_threads (intra-op) only; default: --threads")
+    ap.add_argument("--omp-wait-policy", default=None,
+                    help="OMP_WAIT_POLICY to set before importing torch (default: PASSIVE when "
+                         "--threads > 1 and the environment sets none)")
+    ap.add_argument("--variants", default="reentrant,nonreentrant",
+                    help="checkpointing variants to run: reentrant,nonreentrant (both)")
     ap.add_argument("--no-cpu-memory", dest="cpu_memory", action="store_false",
                     help="on --device cpu, do not count allocations (no shim, no re-exec): "
                          "memory columns n/a")
@@ -165,8 +194,13 @@ def parse_args(argv):
                     help="CSV on stdout (the header and notes go to stderr)")
     args = ap.parse_args(argv)
     if (args.width < 1 or args.depth < 1 or args.batch < 1 or args.steps < 1 or args.warmup < 0
-            or args.threads < 1 or not 0.0 <= args.dropout < 1.0):
+            or args.threads < 1 or (args.torch_threads is not None and args.torch_threads < 1)
+            or not 0.0 <= args.dropout < 1.0):
         ap.error("need width, depth, batch, steps, threads >= 1, warmup >= 0, 0 <= dropout < 1")
+    args.variant_list = [v for v in args.variants.split(",") if v]
+    if not args.variant_list or any(v not in ("reentrant", "nonreentrant")
+                                    for v in args.variant_list):
+        ap.error("--variants: a comma-separated list of reentrant, nonreentrant")
     if args.segments is None:
         args.segment_list = list(range(1, args.depth + 1))
     else:
@@ -276,8 +310,25 @@ def preload_alloc_peak(args):
         return "cannot re-execute %s under LD_PRELOAD (%s)" % (sys.executable, e.strerror)
 
 
+def thread_env(args):
+    """Sets the thread environment before torch is imported (so also before the re-execution);
+    returns the lines for the header."""
+    n = str(args.threads)
+    os.environ["OMP_NUM_THREADS"] = str(args.torch_threads or args.threads)
+    os.environ["OPENBLAS_NUM_THREADS"] = n
+    if args.omp_wait_policy:
+        os.environ["OMP_WAIT_POLICY"] = args.omp_wait_policy
+    elif args.threads > 1 and "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    return "env: OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s OMP_WAIT_POLICY=%s" % (
+        os.environ["OMP_NUM_THREADS"], n, os.environ.get("OMP_WAIT_POLICY", "(unset)"))
+
+
 NO_CPU_MEMORY_WHY = None    # why the shim is not there, when preload_alloc_peak knows
+THREAD_ENV = ""
+LOAD_AT_START = os.getloadavg()
 if __name__ == "__main__":
+    THREAD_ENV = thread_env(parse_args(sys.argv[1:]))
     NO_CPU_MEMORY_WHY = preload_alloc_peak(parse_args(sys.argv[1:]))
     if ALLOC_PEAK_ENV in os.environ:    # children (uname, cc) need not carry the shim
         if os.environ.get(ALLOC_PEAK_OLD_PRELOAD):
@@ -340,7 +391,7 @@ def init_blocks(blocks, gen, w2_scale, bias_std):
         randn(b.fc2.bias, bias_std)
 
 
-# ---- checkpoint_sequential, non-reentrant ------------------------------------------------------
+# ---- the checkpointing variants ----------------------------------------------------------------
 
 def _has_param(fn, name):
     try:
@@ -349,47 +400,48 @@ def _has_param(fn, name):
         return False
 
 
-def checkpoint_sequential_replica(functions, segments, input, use_reentrant, preserve_rng_state):
-    """torch.utils.checkpoint.checkpoint_sequential as in PyTorch 2.x, line for line, for the
-    versions whose checkpoint_sequential has no use_reentrant (1.11-1.13)."""
-    def run_function(start, end, functions):
-        def forward(input):
-            for j in range(start, end + 1):
-                input = functions[j](input)
-            return input
-        return forward
-
-    if isinstance(functions, torch.nn.Sequential):
-        functions = list(functions.children())
-    segment_size = len(functions) // segments
-    # the last chunk has to be non-volatile
-    end = -1
-    for start in range(0, segment_size * (segments - 1), segment_size):
-        end = start + segment_size - 1
-        input = tuc.checkpoint(run_function(start, end, functions), input,
-                               use_reentrant=use_reentrant, preserve_rng_state=preserve_rng_state)
-    return run_function(end + 1, len(functions) - 1, functions)(input)
+def segment_bounds(L, segments):
+    """checkpoint_sequential's split of L blocks into `segments` runs, as (first, last) pairs:
+    segments - 1 runs of L // segments blocks, each checkpointed, then the rest, not."""
+    size = L // segments
+    runs = [(start, start + size - 1) for start in range(0, size * (segments - 1), size)]
+    return runs, (runs[-1][1] + 1 if runs else 0, L - 1)
 
 
-def pick_checkpoint_sequential():
-    """(function(blocks, segments, x), description) for checkpoint_sequential, non-reentrant
-    where this PyTorch has it."""
-    if _has_param(tuc.checkpoint_sequential, "use_reentrant"):
-        def run(blocks, segments, x):
-            return tuc.checkpoint_sequential(blocks, segments, x, use_reentrant=False)
-        return run, "torch.utils.checkpoint.checkpoint_sequential(use_reentrant=False)"
-    if _has_param(tuc.checkpoint, "use_reentrant"):
-        def run(blocks, segments, x):
-            return checkpoint_sequential_replica(blocks, segments, x, use_reentrant=False,
-                                                 preserve_rng_state=True)
-        return run, ("checkpoint_sequential has no use_reentrant in torch %s: a replica of "
-                     "2.x's checkpoint_sequential on checkpoint(use_reentrant=False)"
-                     % torch.__version__)
+def pick_variant(name):
+    """(function(blocks, segments, x), exact description), or (None, why not)."""
+    seq_has = _has_param(tuc.checkpoint_sequential, "use_reentrant")
+    if name == "reentrant":
+        if seq_has:
+            return ((lambda blocks, s, x: tuc.checkpoint_sequential(blocks, s, x,
+                                                                    use_reentrant=True)),
+                    "torch.utils.checkpoint.checkpoint_sequential(blocks, segments, x, "
+                    "use_reentrant=True)")
+        return ((lambda blocks, s, x: tuc.checkpoint_sequential(blocks, s, x)),
+                "torch.utils.checkpoint.checkpoint_sequential(blocks, segments, x): stock, "
+                "default settings (reentrant, preserve_rng_state=True)")
+    if seq_has:
+        return ((lambda blocks, s, x: tuc.checkpoint_sequential(blocks, s, x,
+                                                                use_reentrant=False)),
+                "torch.utils.checkpoint.checkpoint_sequential(blocks, segments, x, "
+                "use_reentrant=False)")
+    if not _has_param(tuc.checkpoint, "use_reentrant"):
+        return None, "torch %s has no non-reentrant checkpoint" % torch.__version__
 
     def run(blocks, segments, x):
-        return tuc.checkpoint_sequential(blocks, segments, x)
-    return run, ("torch %s has no non-reentrant checkpoint: REENTRANT checkpoint_sequential "
-                 "(fallback)" % torch.__version__)
+        def span(first, last):
+            def forward(h):
+                for j in range(first, last + 1):
+                    h = blocks[j](h)
+                return h
+            return forward
+        runs, rest = segment_bounds(len(blocks), segments)
+        for first, last in runs:
+            x = tuc.checkpoint(span(first, last), x, use_reentrant=False)
+        return span(*rest)(x)
+    return run, ("torch.utils.checkpoint.checkpoint(f, x, use_reentrant=False) on each of "
+                 "checkpoint_sequential's checkpointed segments, the last segment plain "
+                 "(torch %s's checkpoint_sequential takes no use_reentrant)" % torch.__version__)
 
 
 # ---- one configuration -------------------------------------------------------------------------
@@ -452,12 +504,12 @@ def open_cpu_memory(args):
                  "bench/alloc_peak.c (%s; self-test exact)" % where)
 
 
-def set_threads(n):
-    """torch.set_num_threads(n), and OpenBLAS's count where OpenBLAS is in the process (Debian's
-    torch: torch.set_num_threads does not reach it). The header's line about threads."""
-    torch.set_num_threads(n)
-    line = "threads: %d (torch.set_num_threads; torch.get_num_threads() = %d)" % (
-        n, torch.get_num_threads())
+def set_threads(n, torch_n):
+    """torch.set_num_threads(torch_n), and OpenBLAS's count n where OpenBLAS is in the process
+    (Debian's torch: torch.set_num_threads does not reach it). The header's line about threads."""
+    torch.set_num_threads(torch_n)
+    line = "threads: %d (torch.set_num_threads(%d); torch.get_num_threads() = %d)" % (
+        n, torch_n, torch.get_num_threads())
     blas = None
     try:
         with open("/proc/self/maps") as f:
@@ -526,8 +578,8 @@ class Trainer:
         return [p.grad.detach().cpu().clone() for p in self.params + [self.x]]
 
     def run(self, forward):
-        """(gradients of one step from the initial weights, median ms, activation bytes or None,
-        loss after the last step)."""
+        """(gradients of one step from the initial weights, median wall ms, median CPU ms,
+        activation bytes or None, loss after the last step, median minor faults per step)."""
         dev, args = self.dev, self.args
         # The gradient check: the initial weights, the same seed (CPU and every CUDA device).
         self.reset_weights()
@@ -541,7 +593,7 @@ class Trainer:
         for _ in range(args.warmup):
             self.step(forward)
         sync(dev)
-        times, peak = [], None
+        times, cpu, faults, peak = [], [], [], None
         for _ in range(args.steps):
             if dev.type == "cuda":
                 torch.cuda.synchronize(dev)
@@ -550,10 +602,13 @@ class Trainer:
             elif self.mem is not None:
                 self.mem.reset_peak()
                 base, other = self.mem.allocated(), self.mem.other_bytes()
-            t0 = time.perf_counter()
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            c0, t0 = time.process_time(), time.perf_counter()
             loss = self.step(forward)
             sync(dev)
             times.append((time.perf_counter() - t0) * 1e3)
+            cpu.append((time.process_time() - c0) * 1e3)
+            faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
             if dev.type == "cuda":
                 used = torch.cuda.max_memory_allocated(dev) - base
                 peak = used if peak is None else max(peak, used)
@@ -561,7 +616,8 @@ class Trainer:
                 used = self.mem.max_allocated() - base
                 peak = used if peak is None else max(peak, used)
                 self.other_bytes += self.mem.other_bytes() - other
-        return grads, statistics.median(times), peak, float(loss)
+        return (grads, statistics.median(times), statistics.median(cpu), peak, float(loss),
+                statistics.median(faults))
 
 
 # ---- main --------------------------------------------------------------------------------------
@@ -588,23 +644,27 @@ def main(argv):
     dev = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     torch.backends.cudnn.allow_tf32 = args.tf32
-    threads = set_threads(args.threads)
+    threads = set_threads(args.threads, args.torch_threads or args.threads)
     cpu_mem, mem_note = open_cpu_memory(args) if dev.type == "cpu" else (None, None)
 
-    ckpt_seq, how = pick_checkpoint_sequential()
     tr = Trainer(args, dev, cpu_mem)
     C, L, N = args.width, args.depth, args.batch
 
-    runs = [("store-all", None, tr.blocks)]
-    for s in args.segment_list:
-        runs.append(("ckpt-seq", s, (lambda s: lambda x: ckpt_seq(tr.blocks, s, x))(s)))
+    runs, labels = [("store-all", None, tr.blocks)], []
+    for v in args.variant_list:
+        fn, how = pick_variant(v)
+        labels.append("%s: %s" % (v, how))
+        if fn is None:
+            continue
+        for s in args.segment_list:
+            runs.append((v, s, (lambda fn, s: lambda x: fn(tr.blocks, s, x))(fn, s)))
     results = []
     for mode, seg, fwd in runs:
         results.append((mode, seg) + tr.run(fwd))
         if dev.type == "cuda":
             torch.cuda.empty_cache()
 
-    ref_grads, ref_ms, ref_mem = results[0][2], results[0][3], results[0][4]
+    ref_grads, ref_ms, ref_cpu, ref_mem = results[0][2], results[0][3], results[0][4], results[0][5]
     notes = [
         "%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %s, %d params; "
         "%d steps after %d warmup, lr %g, seed %d"
@@ -612,9 +672,12 @@ def main(argv):
            tr.n_params, args.steps, args.warmup, args.lr, args.seed),
         "device: %s %s; torch %s" % (args.device, device_name(dev), torch.__version__),
         threads,
-        "checkpointing: %s, preserve_rng_state=True" % how,
+        THREAD_ENV,
+    ] + labels + [
         "the last segment is never checkpointed: segments=1 is store-all's schedule; "
         "segments=L checkpoints L-1 blocks",
+        "load average (1, 5, 15 min): start %.2f %.2f %.2f, end %.2f %.2f %.2f"
+        % (LOAD_AT_START + os.getloadavg()),
     ]
     if mem_note:
         notes.append(mem_note)
@@ -622,15 +685,16 @@ def main(argv):
         notes.append("not counted: %d B of posix_memalign from outside libc10 during the measured "
                      "steps (another library's own aligned allocations)" % tr.other_bytes)
     rows = []
-    for mode, seg, grads, ms, mem, loss in results:
+    for mode, seg, grads, ms, cms, mem, loss, flt in results:
         equal = len(grads) == len(ref_grads) and all(
             torch.equal(a, b) for a, b in zip(grads, ref_grads))
-        rows.append((mode, "" if seg is None else str(seg), "%.3f" % ms, "%.3f" % (ms / ref_ms),
+        rows.append((mode, "" if seg is None else str(seg), "%.3f" % ms, "%.3f" % cms,
+                     "%.3f" % (ms / ref_ms), "%.3f" % (cms / ref_cpu),
                      "n/a" if mem is None else str(mem),
                      "n/a" if mem is None or not ref_mem else "%.3f" % (mem / ref_mem),
-                     "yes" if equal else "no", "%.6e" % loss))
-    cols = ("mode", "segments", "step ms", "time ratio", "activation B", "memory ratio",
-            "grads equal", "final loss")
+                     "%d" % flt, "yes" if equal else "no", "%.6e" % loss))
+    cols = ("mode", "segments", "step ms", "cpu ms", "time ratio", "cpu ratio", "activation B",
+            "memory ratio", "minflt", "grads equal", "final loss")
 
     if args.csv:
         for n in notes:
@@ -642,7 +706,7 @@ def main(argv):
         for n in notes:
             print(n)
         print()
-        fmt = "%-10s %8s %10s %10s %14s %12s %11s %13s"
+        fmt = "%-12s %8s %10s %10s %10s %9s %12s %12s %7s %11s %13s"
         print(fmt % cols)
         for r in rows:
             print(fmt % ((r[0], r[1] or "-") + r[2:]))

@@ -9,11 +9,19 @@
    for each, the planned and measured memory, the step time, and whether the last step's
    gradients are bit-identical to storing every activation (exit status 1 if any are not).
 
-   Build (from the repository root; needs OpenBLAS):
-       cc -std=c11 -O2 examples/mlp_cpu.c -o mlp_cpu -lopenblas -lm
+   Build (from the repository root), with OpenBLAS and OpenMP:
+       cc -std=c11 -O2 -fopenmp -DCKPT_EXAMPLE_OPENBLAS examples/mlp_cpu.c -o mlp_cpu -lopenblas -lm
+   or without either (built-in SGEMM, one thread): cc -std=c11 -O2 examples/mlp_cpu.c -o mlp_cpu -lm
    Run:
        ./mlp_cpu [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]
                  [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream 1]
+                 [--threads T]
+
+   --threads T (default: $OPENBLAS_NUM_THREADS if set, else 1) gives the BLAS and the example's
+   own loops T threads (example_set_threads). The loops are split over rows, or over columns for
+   the sums over rows (bias and LayerNorm gradients), so every sum runs in the same order at any
+   thread count: the results are the same bits at every T. The step time is reported both as wall
+   time and as the process's CPU time (CLOCK_PROCESS_CPUTIME_ID, all threads).
 
    With --bandwidth, one more row: the offload policy, on the CPU backend's copy engine (worker
    threads copying to "pinned" host memory, throttled to that many GB/s each way), so boundaries
@@ -28,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <cblas.h>
+#include "blas.h"              /* cblas_sgemm (OpenBLAS or a built-in one), threads */
 
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -56,6 +64,22 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* CPU time of the whole process (every thread), in ms. */
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* The thread count when --threads is not given: $OPENBLAS_NUM_THREADS if set (and >= 1), else 1. */
+static int default_threads(void)
+{
+    const char *e = getenv("OPENBLAS_NUM_THREADS");
+    int n = e ? atoi(e) : 0;
+    return n >= 1 ? n : 1;
 }
 
 /* Errors to stderr, except "infeasible": the table reports those. */
@@ -156,21 +180,64 @@ static void model_init(Model *m, Rng *rng, float w2_scale, float bias_std)
     }
 }
 
+/* ---- the block's elementwise loops ------------------------------------------------------------
+   Contiguous inner loops over a row's columns, the row's invariants hoisted, no branches inside
+   but selects, EXAMPLE_SIMD on the elementwise ones (an OpenMP simd pragma when built with
+   OpenMP). Not on the GELU loops: expf is a libm call, which GCC 12 and clang 14 do not vectorise
+   without -ffast-math (clang warns about a simd loop it cannot vectorise; a branch-free
+   polynomial exp tried instead was not vectorised either and was slower than glibc's expf), so
+   at one thread these loops cost what the plain ones did; the gain is threading. Rows are
+   independent, so the loops over rows are EXAMPLE_PARALLEL_FOR; the sums over rows (bias and LayerNorm parameter
+   gradients) are split over columns instead and add the rows in order, and the sums within a row
+   (LayerNorm's mean, variance and backward sums) run in a fixed order of their own (row_sum), so
+   no result depends on the thread count. */
+
 /* GELU, tanh approximation. tanh(u) = 1 - 2 / (1 + e^2u): libm's tanhf is 3x slower here. */
 #define GELU_K 0.7978845608f    /* sqrt(2/pi) */
 
-static float gelu_tanh(float x)
+static inline float gelu_tanh(float x)
 {
     return 1.0f - 2.0f / (1.0f + expf(2.0f * GELU_K * (x + 0.044715f * x * x * x)));
 }
 
-static float gelu(float x) { return 0.5f * x * (1.0f + gelu_tanh(x)); }
+static inline float gelu(float x) { return 0.5f * x * (1.0f + gelu_tanh(x)); }
 
-static float gelu_grad(float x)
+static inline float gelu_grad(float x)
 {
     float t = gelu_tanh(x);
     float du = GELU_K * (1.0f + 3.0f * 0.044715f * x * x);     /* d(tanh argument)/dx */
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+}
+
+/* Sums within a row, c < n, in a fixed order: eight running sums (term c into sum c % 8), added
+   pairwise at the end. row_sum: of a[c]; row_sumsq: of (a[c] - mu)^2; row_dot: of a[c] * b[c]. */
+#define ROW_SUM8(term)                                                                          \
+    float s[8] = { 0 };                                                                         \
+    int c = 0;                                                                                  \
+    for (; c + 8 <= n; c += 8)                                                                  \
+        for (int j = 0; j < 8; j++) { const int k = c + j; s[j] += (term); }                   \
+    for (; c < n; c++) { const int k = c; s[c & 7] += (term); }                                 \
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+
+static inline float row_sum(const float *a, int n) { ROW_SUM8(a[k]); }
+static inline float row_sumsq(const float *a, float mu, int n) { ROW_SUM8((a[k] - mu) * (a[k] - mu)); }
+static inline float row_dot(const float *a, const float *b, int n) { ROW_SUM8(a[k] * b[k]); }
+
+enum { COL_BLOCK = 64 };        /* columns per task in the sums over rows */
+
+/* g[c] += sum over r < rows of d[r * n + c] (c < n), the rows in order; threads split the columns. */
+static void add_column_sums(float *g, const float *d, int rows, int n)
+{
+    const int blocks = (n + COL_BLOCK - 1) / COL_BLOCK;
+    EXAMPLE_PARALLEL_FOR
+    for (int b = 0; b < blocks; b++) {
+        const int c0 = b * COL_BLOCK, c1 = c0 + COL_BLOCK < n ? c0 + COL_BLOCK : n;
+        for (int r = 0; r < rows; r++) {
+            const float *dr = d + (size_t)r * n;
+            EXAMPLE_SIMD
+            for (int c = c0; c < c1; c++) g[c] += dr[c];
+        }
+    }
 }
 
 /* One block forward. rng NULL: no dropout (the teacher, or p_drop = 0). */
@@ -183,33 +250,58 @@ static void block_forward(const Model *m, const Block *p, const float *x, float 
     float *rstd = ckpt_layout_ptr(tape, m->tape, T_RSTD);
     float *a = ckpt_layout_ptr(tape, m->tape, T_A);
     uint8_t *mask = ckpt_layout_ptr(tape, m->tape, T_MASK);
+    const float *ln_g = p->ln_g, *ln_b = p->ln_b, *b1 = p->b1, *b2 = p->b2;
+    /* Dropout row by row needs each row to start on a Philox block (4 values): C % 4 == 0. */
+    const int drop_rows = rng && C % 4 == 0, drop_all = rng && !drop_rows;
+
+    EXAMPLE_PARALLEL_FOR
     for (int r = 0; r < N; r++) {
         const float *xr = x + (size_t)r * C;
-        float mu = 0.0f, var = 0.0f;
-        for (int c = 0; c < C; c++) mu += xr[c];
-        mu /= C;
-        for (int c = 0; c < C; c++) var += (xr[c] - mu) * (xr[c] - mu);
-        float rs = 1.0f / sqrtf(var / C + 1e-5f);
-        for (int c = 0; c < C; c++)
-            ln[(size_t)r * C + c] = (xr[c] - mu) * rs * p->ln_g[c] + p->ln_b[c];
+        float *lr = ln + (size_t)r * C;
+        const float mu = row_sum(xr, C) / C;
+        const float var = row_sumsq(xr, mu, C);
+        const float rs = 1.0f / sqrtf(var / C + 1e-5f);
+        EXAMPLE_SIMD
+        for (int c = 0; c < C; c++) lr[c] = (xr[c] - mu) * rs * ln_g[c] + ln_b[c];
         mean[r] = mu;
         rstd[r] = rs;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, H, C,       /* h = ln W1^T */
                 1.0f, ln, C, p->w1, C, 0.0f, h, H);
-    for (size_t r = 0; r < (size_t)N; r++)
+    EXAMPLE_PARALLEL_FOR
+    for (int r = 0; r < N; r++) {
+        float *hr = h + (size_t)r * H, *ar = a + (size_t)r * H;
         for (int j = 0; j < H; j++) {
-            size_t i = r * H + j;
-            h[i] += p->b1[j];
-            a[i] = gelu(h[i]);
+            const float v = hr[j] + b1[j];
+            hr[j] = v;
+            ar[j] = gelu(v);
         }
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, H,       /* y = a W2^T */
                 1.0f, a, H, p->w2, H, 0.0f, y, C);
-    for (size_t r = 0; r < (size_t)N; r++)
-        for (int c = 0; c < C; c++) y[r * C + c] += p->b2[c];
-    if (rng) ckpt_philox_dropout(rng, m->p_drop, y, y, mask, (size_t)N * C);
-    else memset(mask, 1, (size_t)N * C);
-    for (size_t i = 0; i < (size_t)N * C; i++) y[i] += x[i];
+    EXAMPLE_PARALLEL_FOR
+    for (int r = 0; r < N; r++) {
+        const size_t off = (size_t)r * C;
+        float *yr = y + off;
+        const float *xr = x + off;
+        EXAMPLE_SIMD
+        for (int c = 0; c < C; c++) yr[c] += b2[c];
+        if (drop_all) continue;     /* dropout and the residual after this loop */
+        if (drop_rows) {            /* the same values as one call over all rows */
+            ckpt_philox sub = *rng;
+            sub.base += off / 4;
+            sub.count -= off / 4;
+            ckpt_philox_dropout(&sub, m->p_drop, yr, yr, mask + off, (size_t)C);
+        } else {
+            memset(mask + off, 1, (size_t)C);
+        }
+        EXAMPLE_SIMD
+        for (int c = 0; c < C; c++) yr[c] += xr[c];
+    }
+    if (drop_all) {
+        ckpt_philox_dropout(rng, m->p_drop, y, y, mask, (size_t)N * C);
+        for (size_t i = 0; i < (size_t)N * C; i++) y[i] += x[i];
+    }
 }
 
 /* One block backward: dx (may be NULL) = dL/dx; adds parameter gradients into g. */
@@ -226,45 +318,66 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
     float *dm = ckpt_layout_ptr(ws, m->ws, W_DM), *da = ckpt_layout_ptr(ws, m->ws, W_DA);
     float *dln = ckpt_layout_ptr(ws, m->ws, W_DLN);
     const float scale = 1.0f / (1.0f - m->p_drop);   /* the scale the dropout applied */
+    const float *ln_g = p->ln_g;
+    float *g_ln_g = g->ln_g, *g_ln_b = g->ln_b;
 
-    for (size_t r = 0; r < (size_t)N; r++)
-        for (int c = 0; c < C; c++) {
-            size_t i = r * C + c;
-            dm[i] = mask[i] ? dy[i] * scale : 0.0f;
-            g->b2[c] += dm[i];
-        }
+    EXAMPLE_PARALLEL_FOR
+    for (int r = 0; r < N; r++) {
+        const size_t off = (size_t)r * C;
+        EXAMPLE_SIMD
+        for (int c = 0; c < C; c++) dm[off + c] = mask[off + c] ? dy[off + c] * scale : 0.0f;
+    }
+    add_column_sums(g->b2, dm, N, C);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, H, N,       /* dW2 += dm^T a */
                 1.0f, dm, C, a, H, 1.0f, g->w2, H);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, H, C,     /* da = dm W2 */
                 1.0f, dm, C, p->w2, H, 0.0f, da, H);
-    for (size_t r = 0; r < (size_t)N; r++)
-        for (int j = 0; j < H; j++) {
-            size_t i = r * H + j;
-            da[i] *= gelu_grad(h[i]);   /* da becomes dL/dh */
-            g->b1[j] += da[i];
-        }
+    EXAMPLE_PARALLEL_FOR
+    for (int r = 0; r < N; r++) {
+        float *dr = da + (size_t)r * H;
+        const float *hr = h + (size_t)r * H;
+        for (int j = 0; j < H; j++) dr[j] *= gelu_grad(hr[j]);     /* da becomes dL/dh */
+    }
+    add_column_sums(g->b1, da, N, H);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, C, N,       /* dW1 += dh^T ln */
                 1.0f, da, H, ln, C, 1.0f, g->w1, C);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, H,     /* dln = dh W1 */
                 1.0f, da, H, p->w1, C, 0.0f, dln, C);
-    for (int r = 0; r < N; r++) {       /* layer norm backward, x-hat recomputed from x */
-        const float *xr = x + (size_t)r * C, *dr = dln + (size_t)r * C;
-        float sum_d = 0.0f, sum_dx = 0.0f;
-        for (int c = 0; c < C; c++) {
-            float xhat = (xr[c] - mean[r]) * rstd[r], d = dr[c] * p->ln_g[c];
-            sum_d += d;
-            sum_dx += d * xhat;
-            g->ln_g[c] += dr[c] * xhat;
-            g->ln_b[c] += dr[c];
+
+    /* Layer norm backward, x-hat recomputed from x. The parameter gradients: over columns. */
+    const int blocks = (C + COL_BLOCK - 1) / COL_BLOCK;
+    EXAMPLE_PARALLEL_FOR
+    for (int b = 0; b < blocks; b++) {
+        const int c0 = b * COL_BLOCK, c1 = c0 + COL_BLOCK < C ? c0 + COL_BLOCK : C;
+        for (int r = 0; r < N; r++) {
+            const float *xr = x + (size_t)r * C, *dr = dln + (size_t)r * C;
+            const float mu = mean[r], rs = rstd[r];
+            EXAMPLE_SIMD
+            for (int c = c0; c < c1; c++) {
+                g_ln_g[c] += dr[c] * ((xr[c] - mu) * rs);
+                g_ln_b[c] += dr[c];
+            }
         }
-        sum_d /= C;
-        sum_dx /= C;
-        if (!dx) continue;
+    }
+    if (!dx) return;
+    EXAMPLE_PARALLEL_FOR
+    for (int r = 0; r < N; r++) {       /* the input's gradient, row by row */
+        const size_t off = (size_t)r * C;
+        const float *xr = x + off, *dr = dln + off, *dyr = dy + off;
+        float *dxr = dx + off;
+        const float mu = mean[r], rs = rstd[r];
+        /* dm (no longer needed) holds this row's dln * ln_g, da (H >= C) its x-hat, so that the
+           sums read them contiguously */
+        float *d = dm + off, *xhat = da + (size_t)r * H;
+        EXAMPLE_SIMD
         for (int c = 0; c < C; c++) {
-            size_t i = (size_t)r * C + c;
-            float xhat = (xr[c] - mean[r]) * rstd[r];
-            dx[i] = dy[i] + rstd[r] * (dr[c] * p->ln_g[c] - sum_d - xhat * sum_dx);
+            d[c] = dr[c] * ln_g[c];
+            xhat[c] = (xr[c] - mu) * rs;
         }
+        const float sum_d = row_sum(d, C) / C;
+        const float sum_dx = row_dot(d, xhat, C) / C;
+        EXAMPLE_SIMD
+        for (int c = 0; c < C; c++) dxr[c] = dyr[c] + rs * (d[c] - sum_d - xhat[c] * sum_dx);
     }
 }
 
@@ -329,6 +442,7 @@ typedef struct Config {
     float p_drop, lr;
     double budget_frac, bandwidth_gbs;
     int stream;                 /* parameters streamed through the library */
+    int threads;                /* for the BLAS and the loops (example_set_threads); 0: default */
     uint64_t budget, seed;
 } Config;
 
@@ -342,7 +456,9 @@ typedef struct Run {
     int feasible;
     ckpt_plan_info info;
     ckpt_chain_stats stats;
-    double ms_per_step, first_loss, loss;
+    double ms_per_step;         /* median wall time of a timed step */
+    double cpu_ms_per_step;     /* median CPU time of a timed step, every thread of the process */
+    double first_loss, loss;
     float *grads;               /* the last step's parameter gradients, then the input gradient */
 } Run;
 
@@ -357,16 +473,38 @@ static void teacher_forward(const Model *t, Batch *b)
     }
 }
 
-/* Mean squared error; dy = dLoss/dy. */
-static double mse(const float *y, const float *target, float *dy, size_t n)
+/* Mean squared error of rows x cols values; dy = dLoss/dy. The sum runs in one fixed order. */
+static double mse(const float *y, const float *target, float *dy, int rows, int cols)
 {
+    const size_t n = (size_t)rows * cols;
+    const float two_over_n = 2.0f / (float)n;
     double sum = 0.0;
+    EXAMPLE_PARALLEL_FOR
+    for (int r = 0; r < rows; r++) {
+        const size_t off = (size_t)r * cols;
+        EXAMPLE_SIMD
+        for (int c = 0; c < cols; c++) dy[off + c] = two_over_n * (y[off + c] - target[off + c]);
+    }
     for (size_t i = 0; i < n; i++) {
         float d = y[i] - target[i];
         sum += (double)d * d;
-        dy[i] = 2.0f * d / (float)n;
     }
     return sum / (double)n;
+}
+
+/* params -= lr * grads, n values. */
+static void sgd_update(float *params, const float *grads, size_t n, float lr)
+{
+    enum { CHUNK = 1 << 14 };
+    const long chunks = (long)((n + CHUNK - 1) / CHUNK);
+    EXAMPLE_PARALLEL_FOR
+    for (long k = 0; k < chunks; k++) {
+        const size_t i0 = (size_t)k * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
+        float *pk = params + i0;
+        const float *gk = grads + i0;
+        EXAMPLE_SIMD
+        for (size_t i = 0; i < len; i++) pk[i] -= lr * gk[i];
+    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -410,23 +548,29 @@ static void train(const Config *cfg, Model *m, const Model *teacher, const float
 
     Rng data = { cfg->seed ^ 0xda7aULL, 0 };
     double *step_ms = xcalloc((size_t)cfg->steps, sizeof(double));
+    double *step_cpu = xcalloc((size_t)cfg->steps, sizeof(double));
     int timed = 0;
     for (int s = 0; s < cfg->steps; s++) {
         randn(&data, b->x, nc, 0.0f, 1.0f);
         teacher_forward(teacher, b);
 
-        double t0 = now_ms();
+        double t0 = now_ms(), c0 = cpu_ms();
         memset(m->grads, 0, m->n_params * sizeof(float));
         const void *out;
         CHECK(ckpt_forward(chain, b->x, &out));
-        run->loss = mse(out, b->target, b->dy, nc);
+        run->loss = mse(out, b->target, b->dy, m->N, m->C);
         if (s == 0) run->first_loss = run->loss;
         CHECK(ckpt_backward(chain, b->dy, b->dx));
-        for (size_t i = 0; i < m->n_params; i++) m->params[i] -= cfg->lr * m->grads[i];
-        if (s > 0 || cfg->steps == 1) step_ms[timed++] = now_ms() - t0;    /* step 1 warms up */
+        sgd_update(m->params, m->grads, m->n_params, cfg->lr);
+        if (s > 0 || cfg->steps == 1) {     /* step 1 warms up */
+            step_cpu[timed] = cpu_ms() - c0;
+            step_ms[timed++] = now_ms() - t0;
+        }
     }
     run->ms_per_step = median(step_ms, timed);
+    run->cpu_ms_per_step = median(step_cpu, timed);
     free(step_ms);
+    free(step_cpu);
     CHECK(ckpt_chain_get_stats(chain, &run->stats));
     run->grads = xcalloc(m->n_params + nc, sizeof(float));
     memcpy(run->grads, m->grads, m->n_params * sizeof(float));
@@ -451,7 +595,8 @@ static void session_open(Session *ss, const Config *cfg)
 {
     memset(ss, 0, sizeof *ss);
     ss->cfg = *cfg;
-    openblas_set_num_threads(1);
+    if (ss->cfg.threads < 1) ss->cfg.threads = default_threads();
+    example_set_threads(ss->cfg.threads);
     Model *m = &ss->model;
     model_create(m, cfg->C, cfg->L, cfg->N, cfg->p_drop);
     model_create(&ss->teacher, cfg->C, cfg->L, cfg->N, 0.0f);
@@ -536,8 +681,10 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]\n"
             "          [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream 0|1]\n"
+            "          [--threads T]\n"
             "defaults: --width 64 --depth 8 --batch 256 --steps 20 --dropout 0.1 --lr 0.1\n"
-            "          --seed 42 --budget-frac 0.4 (of store-all's peak); no offload row\n",
+            "          --seed 42 --budget-frac 0.4 (of store-all's peak); no offload row;\n"
+            "          --threads $OPENBLAS_NUM_THREADS if set, else 1\n",
             prog);
     exit(2);
 }
@@ -559,6 +706,7 @@ static void parse_args(int argc, char **argv, Config *cfg)
         else if (!strcmp(a, "--budget")) cfg->budget = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--bandwidth")) cfg->bandwidth_gbs = atof(v);
         else if (!strcmp(a, "--stream")) cfg->stream = atoi(v);
+        else if (!strcmp(a, "--threads")) { if ((cfg->threads = atoi(v)) < 1) usage(argv[0]); }
         else usage(argv[0]);
     }
     if (cfg->C < 1 || cfg->L < 1 || cfg->N < 1 || cfg->steps < 1 || !(cfg->p_drop >= 0.0f) ||
@@ -571,6 +719,7 @@ int main(int argc, char **argv)
     Config cfg = { .C = 64, .L = 8, .N = 256, .steps = 20, .p_drop = 0.1f, .lr = 0.1f,
                    .budget_frac = 0.4, .bandwidth_gbs = 0, .budget = 0, .seed = 42 };
     parse_args(argc, argv, &cfg);
+    example_openmp_passive(cfg.threads ? cfg.threads : default_threads(), argv);
     Session ss;
     session_open(&ss, &cfg);
 
@@ -593,12 +742,24 @@ int main(int argc, char **argv)
     printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d steps; one block: "
            "fwd %.3f ms, bwd %.3f ms\n", cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.steps,
            ss.fwd_ms, ss.bwd_ms);
-    printf("budget %llu bytes (store-all peak %llu); loss at step 1: %.6e\n\n",
+    printf("%s, %d thread%s%s; step times: medians, wall and CPU (all threads)\n", EXAMPLE_BLAS,
+           ss.cfg.threads, ss.cfg.threads == 1 ? "" : "s",
+#ifdef _OPENMP
+           " (BLAS and OpenMP loops)"
+#else
+           " (BLAS only: built without OpenMP)"
+#endif
+           );
+    printf("budget %llu bytes (store-all peak %llu); loss at step 1: %.9e\n",
            (unsigned long long)budget, (unsigned long long)runs[0].info.peak, runs[0].first_loss);
+    printf("store-all's last gradients (parameters, input): checksum %016llx; final loss %a\n\n",
+           (unsigned long long)ckpt_checksum(runs[0].grads, (ss.model.n_params + (size_t)cfg.N * cfg.C) * sizeof(float)),
+           runs[0].loss);
     if (cfg.bandwidth_gbs > 0) printf("offload: copy engine throttled to %.3g GB/s each way\n\n", cfg.bandwidth_gbs);
     if (cfg.stream) printf("parameters streamed: loads per step in the last column\n\n");
-    printf("%-14s %12s %12s %12s %12s %9s %7s %7s %12s %s\n", "policy", "planned B", "measured B",
-           "arena B", "pinned B", "ms/step", "pred x", "meas x", "final loss", "grads bit-identical");
+    printf("%-14s %12s %12s %12s %12s %9s %9s %7s %7s %7s %12s %s\n", "policy", "planned B", "measured B",
+           "arena B", "pinned B", "ms/step", "cpu ms", "pred x", "meas x", "cpu x", "final loss",
+           "grads bit-identical");
     const Run *ref = &runs[0];
     int all_match = 1;
     for (int i = 0; i < n_policies; i++) {
@@ -612,11 +773,11 @@ int main(int argc, char **argv)
         }
         int match = same_grads(&ss, r, ref);
         all_match &= match;
-        printf("%-14s %12llu %12llu %12llu %12llu %9.3f %7.3f %7.3f %12.6e %s\n", name,
+        printf("%-14s %12llu %12llu %12llu %12llu %9.3f %9.3f %7.3f %7.3f %7.3f %12.6e %s\n", name,
                (unsigned long long)r->info.peak, (unsigned long long)r->stats.measured_peak,
                (unsigned long long)r->stats.arena_bytes, (unsigned long long)r->stats.pool_bytes, r->ms_per_step,
-               r->info.time / r->info.store_all_time, r->ms_per_step / ref->ms_per_step, r->loss,
-               match ? "yes" : "no");
+               r->cpu_ms_per_step, r->info.time / r->info.store_all_time, r->ms_per_step / ref->ms_per_step,
+               r->cpu_ms_per_step / ref->cpu_ms_per_step, r->loss, match ? "yes" : "no");
         if (cfg.stream)
             printf("%-14s %llu parameter loads per step, %llu slot bytes\n", "", (unsigned long long)(r->stats.param_loads / (uint64_t)cfg.steps),
                    (unsigned long long)r->stats.slot_bytes);
