@@ -671,6 +671,9 @@ typedef struct ckpt_plan_info {
     uint64_t peak;          /* predicted peak bytes (sizes rounded up to CKPT_ALIGN: COST MODEL) */
     uint64_t arena;         /* bytes of one lane's arena once every buffer is laid out: >= peak,
                                <= budget (ckpt_chain_stats.arena_bytes is lanes x this) */
+    uint64_t fit_budget;    /* the budget the policy planned for: budget, or less when the arena
+                               of the plan for budget did not fit in it (COST MODEL); the
+                               policy's guarantee holds at this budget */
     uint64_t min_budget;    /* the smallest budget at which this policy plans a schedule (its
                                smallest peak); with CKPT_ERR_INFEASIBLE, a budget at which
                                planning succeeds, arena included (COST MODEL) */
@@ -2886,21 +2889,24 @@ static ckpt_result _ckpt_plan_measure(const ckpt_allocator *al, const ckpt_cost 
 }
 
 /* >>fit: the arena within the budget. A layout can need more than the peak it bounds (buffers
-   that are live at different times cannot always share addresses), so a plan whose arena (or
-   pinned pool, against off->host_budget) does not fit is made again below: the policy's budget
-   goes down by the excess (the host budget likewise), until it fits or is under the policy's
-   minimum. The last try, the floor, is the plan at that minimum with no pinned pool; when even
-   it does not fit, min_budget is what it needs (a budget that plans). */
+   live at different times cannot always share addresses), so a plan whose arena (or pinned pool,
+   against off->host_budget) does not fit is made again below: the policy's budget goes down by
+   the excess (the host budget likewise) until it fits. The last try, the floor, is the plan at
+   the policy's minimum m with no pinned pool; every budget from max(m, its arena) up plans (the
+   descent ends at the floor at the latest), so that is min_budget, or the budget itself when
+   smaller and planned. */
 static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy, int k,
                                   uint32_t max_units, uint64_t budget, const _ckpt_off *off, _ckpt_sched *s,
                                   ckpt_plan_info *info) {
     const ckpt_plan_info base = *info;
+    ckpt_plan_info found = base;
+    _ckpt_sched keep = {NULL, 0, 0};
     uint64_t b = budget, hb = off ? off->host_budget : 0, m = 0, pool = 0;
-    int iter, floor = 0;
+    int iter, floor = 0, have = 0;
+    ckpt_result r;
     for (iter = 0;; iter++) {
         ckpt_plan_info ti = base;
         _ckpt_off o;
-        ckpt_result r;
         if (off) { o = *off; o.host_budget = hb; }
         r = _ckpt_plan_policy(al, c, n, policy, k, max_units, b, off ? &o : NULL, s, &ti);
         if (iter == 0) m = ti.min_budget;
@@ -2910,16 +2916,29 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
         }
         if (r == CKPT_ERR_INFEASIBLE && !floor) goto to_floor;
         if (r == CKPT_OK) r = _ckpt_plan_measure(al, c, n, s, off ? &off->link : NULL, &ti, &pool);
-        if (r != CKPT_OK) { *info = ti; info->min_budget = r == CKPT_ERR_INFEASIBLE ? ti.min_budget : m; return r; }
-        if (ti.arena <= budget && (!off || !off->host_budget || pool <= off->host_budget)) {
-            *info = ti;
-            info->min_budget = m;
-            return CKPT_OK;
+        if (r != CKPT_OK) {     /* with a plan found, only running out of memory fails */
+            if (have && r != CKPT_ERR_OUT_OF_HOST_MEMORY) { *info = found; info->min_budget = m; r = CKPT_OK; }
+            else if (!have) { *info = ti; info->min_budget = m; }
+            break;
         }
-        if (floor) {    /* nothing fits: the floor plan's own needs */
-            *info = base;
-            info->min_budget = ti.arena > b ? ti.arena : b;
-            return CKPT_ERR_INFEASIBLE;
+        if (floor) {
+            uint64_t w = ti.arena > b ? ti.arena : b;
+            if (!have && ti.arena <= budget) {
+                _ckpt_sched tmp = keep; keep = *s; *s = tmp;
+                found = ti; have = 1; found.fit_budget = b;
+            }
+            if (have) { *info = found; info->min_budget = w < budget ? w : budget; }
+            else {      /* what the policy says of itself, without a plan's figures */
+                *info = base; info->unit = ti.unit; info->guarantee = ti.guarantee; info->k = ti.k;
+                info->min_budget = w; r = CKPT_ERR_INFEASIBLE;
+            }
+            break;
+        }
+        if (ti.arena <= budget && (!off || !off->host_budget || pool <= off->host_budget)) {
+            /* planned; the floor still names min_budget */
+            found = ti; have = 1; found.fit_budget = b < budget ? b : budget;
+            { _ckpt_sched tmp = keep; keep = *s; *s = tmp; }
+            goto to_floor;
         }
         if (off && off->host_budget && pool > off->host_budget) {
             uint64_t h = hb < ti.host_peak ? hb : ti.host_peak, d = pool - off->host_budget;
@@ -2932,6 +2951,9 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
     to_floor:
         b = m; hb = off ? 1 : 0; floor = 1;
     }
+    if (have) { _ckpt_sched tmp = keep; keep = *s; *s = tmp; }     /* the plan found goes to *s */
+    _ckpt_free(al, keep.ops);
+    return r;
 }
 
 /* Plans and fills a new ckpt_plan for lanes microbatch lanes (the host budget is shared by
@@ -2993,6 +3015,7 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     if (r != CKPT_OK) goto fail;
     CKPT_ASSERT(info->peak <= info->budget && info->arena <= info->budget);
     if (!(desc && desc->budget)) info->budget = info->peak > info->store_all_peak ? info->peak : info->store_all_peak;
+    if (info->fit_budget > info->budget) info->fit_budget = info->budget;
     plan = (ckpt_plan *)_ckpt_calloc(al, 1, sizeof *plan);
     if (!plan) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto fail; }
     plan->al = al ? *al : plan->al;
