@@ -529,9 +529,9 @@ for b in abc -5 "" 1.5 12x 99999999999999999999 18014398509481984GiB; do
     expect_rc "bad --budget '$b': exit 2" 2
     err_has "bad --budget '$b': stderr mentions --budget" "--budget"
 done
-run --budget 1KiB --json "$FOUR"
-expect_rc "--budget 1KiB: exit 0" 0
-jexpr "--budget 1KiB is 1024 bytes" - 'j["budget"] == 1024'
+run --budget 30KiB --json "$FOUR"
+expect_rc "--budget 30KiB: exit 0" 0
+jexpr "--budget 30KiB is 30720 bytes" - 'j["budget"] == 30720'
 run --k abc --policy every-k "$FOUR"
 expect_rc "bad --k: exit 2" 2
 run --frobnicate "$FOUR"
