@@ -92,7 +92,10 @@
    Stages 1..n (stage i is stages[i-1]). X[i] is stage i's output (a_i = out_bytes); X[0] is the
    caller's input. Stage i has forward time f_i, backward time b_i, tape t_i, forward workspace
    wf_i and backward workspace wb_i bytes. G[i] is the gradient of X[i] (a_i bytes). X[0], G[0]
-   and G[n] are the caller's and are not counted. A schedule is a sequence of:
+   and G[n] are the caller's and are not counted. Every size counts rounded up to CKPT_ALIGN (each
+   buffer takes that much of the arena), and when every stage time is 0 the times are taken as
+   f = 1, b = 2; every entry point (ckpt_plan_create, ckpt_chain_plan, the simulators) sees the
+   costs so. A schedule is a sequence of:
      F(i, tape)  reads X[i-1], writes X[i] (must not be live); live bytes grow by
                  a_i + t_i + wf_i during it; T[i] stays live afterwards only if tape is set.
      B(i)        needs T[i], X[i-1], G[i]; writes G[i-1]; live bytes grow by a_{i-1} (0 for
@@ -101,6 +104,12 @@
    B runs in order n..1. Any buffer is freed right after its last read before it is written again.
    Time is the sum of f and b over the operations; peak is the largest live byte count during
    any operation. The optimal policy minimises time with peak <= budget, ties to the smaller peak.
+   The arena: every buffer gets an offset where it overlaps no buffer live at the same time; that
+   layout can need more than the peak (info.arena >= info.peak). When the plan's arena exceeds
+   the budget (or its pinned pool the host budget), the policy plans again for a budget lowered by
+   the excess, down to its smallest peak, until the arena fits: info.fit_budget is the budget it
+   finally planned for, and its guarantee holds there. min_budget is a budget from which every
+   larger one plans: the smallest peak, or the arena of that plan when it needs more.
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
 
@@ -142,8 +151,9 @@
    then moved as early as the budgets allow; the fastest wins (ties: the smaller device peak). It
    is never predicted slower than optimal at the same budget, which is one of the candidates; on
    some chains it also plans below optimal's smallest budget. It is a heuristic: no optimality
-   guarantee. Its min_budget is the smaller of optimal's and the peak it planned (when
-   infeasible: optimal's, an upper bound of the offload policy's true minimum).
+   guarantee. Its min_budget is optimal's (with the arena rule of COST MODEL), or the budget when
+   it planned below that: an upper bound of the offload policy's true minimum. With microbatches, each of the k lanes has its own pool and
+   the planner gives each a k-th of host_budget (rounded down to CKPT_ALIGN).
 
    PARAMETER STREAMING AND MICROBATCHES
    ------------------------------------
@@ -630,12 +640,14 @@ typedef struct ckpt_plan_desc {
                                bytes when coarser: faster (500 units: 27-38 ms for 100 stages),
                                never over budget, optimal only in that unit. info.unit says
                                which unit was used. */
-    ckpt_logger logger;     /* for ckpt_plan_create; ckpt_chain_plan uses the chain's */
-    ckpt_allocator allocator;
+    ckpt_logger logger;     /* where planning errors go; unset (fn NULL): none for ckpt_plan_create,
+                               the chain's logger for ckpt_chain_plan */
+    ckpt_allocator allocator;   /* ckpt_plan_create's host memory; ckpt_chain_plan uses the chain's */
     /* offload policy: the link between device and pinned host memory, in bytes per unit of time
        (the unit of the stage times: with times in ms, 25e6 is 25 GB/s). bandwidth is the
        device-to-host direction; bandwidth_h2d the other (0: the same). 0 bandwidth: no link, and
-       the offload policy plans what optimal does. host_budget caps the pinned pool (0: no cap). */
+       the offload policy plans what optimal does. host_budget caps the pinned pool (0: no cap),
+       all microbatch lanes' pools together. */
     double bandwidth;
     double bandwidth_h2d;
     uint64_t host_budget;
@@ -674,9 +686,9 @@ typedef struct ckpt_plan_info {
     uint64_t fit_budget;    /* the budget the policy planned for: budget, or less when the arena
                                of the plan for budget did not fit in it (COST MODEL); the
                                policy's guarantee holds at this budget */
-    uint64_t min_budget;    /* the smallest budget at which this policy plans a schedule (its
-                               smallest peak); with CKPT_ERR_INFEASIBLE, a budget at which
-                               planning succeeds, arena included (COST MODEL) */
+    uint64_t min_budget;    /* a budget from which every larger one plans: the policy's smallest
+                               peak, or that plan's arena when it needs more (COST MODEL); on
+                               success at most budget */
     double store_all_time;  /* for reference */
     uint64_t store_all_peak;
     int k;                  /* every-k: the k used */
@@ -703,8 +715,9 @@ CKPT_API const ckpt_plan_info *ckpt_plan_get_info(const ckpt_plan *plan);
 /* The schedule: *n_ops operations, valid until the plan is destroyed. */
 CKPT_API const ckpt_op *ckpt_plan_ops(const ckpt_plan *plan, int *n_ops);
 
-/* Replays a schedule in the cost model: checks every rule (CKPT_ERR_BAD_SCHEDULE, with the op
-   index in *bad_op when non-NULL) and returns its time and peak. O and P ops are replayed
+/* Replays a schedule in the cost model (sizes rounded up to CKPT_ALIGN, all-zero times as 1 and
+   2): checks every rule (CKPT_ERR_BAD_SCHEDULE, with the op index in *bad_op when non-NULL) and
+   returns its time and peak, which for a plan's schedule are its info's. O and P ops are replayed
    untimed (copies take no time; an offloaded boundary stays on the device until its P). */
 CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops,
                                             int n_ops, double *time, uint64_t *peak, int *bad_op);
@@ -790,7 +803,10 @@ CKPT_API void ckpt_chain_destroy(ckpt_chain *chain);
 /* Plans the chain for desc (NULL: optimal, no budget), lays out every buffer and allocates the
    arena through the backend (replacing any previous plan and arena). info may be NULL. On
    failure the previous plan stays in place; on CKPT_ERR_INFEASIBLE, info (if non-NULL) still
-   gets min_budget and the store-all figures. Stage times of all zero are taken as 1 and 2. */
+   gets min_budget and the store-all figures. The plan is the one ckpt_plan_create makes for the
+   chain's costs (all-zero times taken as 1 and 2, see COST MODEL), for the chain's lanes: the
+   budget is per lane, host_budget for all lanes. Errors go to desc->logger when set, else to the
+   chain's. */
 CKPT_API ckpt_result ckpt_chain_plan(ckpt_chain *chain, const ckpt_plan_desc *desc, ckpt_plan_info *info);
 /* Like ckpt_chain_plan, with a schedule of your own (validated by the cost model). */
 CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *chain, const ckpt_op *ops, int n_ops,
