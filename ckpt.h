@@ -97,7 +97,10 @@
    Stages 1..n (stage i is stages[i-1]). X[i] is stage i's output (a_i = out_bytes); X[0] is the
    caller's input. Stage i has forward time f_i, backward time b_i, tape t_i, forward workspace
    wf_i and backward workspace wb_i bytes. G[i] is the gradient of X[i] (a_i bytes). X[0], G[0]
-   and G[n] are the caller's and are not counted. A schedule is a sequence of:
+   and G[n] are the caller's and are not counted. Every size counts rounded up to CKPT_ALIGN (each
+   buffer takes that much of the arena), and when every stage time is 0 the times are taken as
+   f = 1, b = 2; every entry point (ckpt_plan_create, ckpt_chain_plan, the simulators) sees the
+   costs so. A schedule is a sequence of:
      F(i, tape)  reads X[i-1], writes X[i] (must not be live); live bytes grow by
                  a_i + t_i + wf_i during it; T[i] stays live afterwards only if tape is set.
      B(i)        needs T[i], X[i-1], G[i]; writes G[i-1]; live bytes grow by a_{i-1} (0 for
@@ -108,7 +111,14 @@
    B runs in order n..1. Any buffer is freed right after its last read before it is written again.
    Time is the sum of f and b over the operations; peak is the largest live byte count during
    any operation. Times must be finite and >= 0, and all of them together at most
-   DBL_MAX / (4 (n + 1)), so that no schedule's time overflows (else CKPT_ERR_BAD_TIME). The optimal policy minimises time with peak <= budget, ties to the smaller peak.
+   DBL_MAX / (4 (n + 1)), so that no schedule's time overflows (else CKPT_ERR_BAD_TIME). The
+   optimal policy minimises time with peak <= budget, ties to the smaller peak.
+   The arena: every buffer gets an offset where it overlaps no buffer live at the same time; that
+   layout can need more than the peak (info.arena >= info.peak). When the plan's arena exceeds
+   the budget (or its pinned pool the host budget), the policy plans again for a budget lowered by
+   the excess, down to its smallest peak, until the arena fits: info.fit_budget is the budget it
+   finally planned for, and its guarantee holds there. min_budget is a budget from which every
+   larger one plans: the smallest peak, or the arena of that plan when it needs more.
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
 
@@ -150,8 +160,9 @@
    then moved as early as the budgets allow; the fastest wins (ties: the smaller device peak). It
    is never predicted slower than optimal at the same budget, which is one of the candidates; on
    some chains it also plans below optimal's smallest budget. It is a heuristic: no optimality
-   guarantee. Its min_budget is the smaller of optimal's and the peak it planned (when
-   infeasible: optimal's, an upper bound of the offload policy's true minimum).
+   guarantee. Its min_budget is optimal's (with the arena rule of COST MODEL), or the budget when
+   it planned below that: an upper bound of the offload policy's true minimum. With microbatches, each of the k lanes has its own pool and
+   the planner gives each a k-th of host_budget (rounded down to CKPT_ALIGN).
 
    PARAMETER STREAMING AND MICROBATCHES
    ------------------------------------
@@ -647,12 +658,14 @@ typedef struct ckpt_plan_desc {
                                sizes up to ceil(budget/N) bytes when coarser: faster, never over
                                budget, optimal only in that unit. info.unit says which unit was
                                used. */
-    ckpt_logger logger;     /* for ckpt_plan_create; ckpt_chain_plan uses the chain's */
-    ckpt_allocator allocator;
+    ckpt_logger logger;     /* where planning errors go; unset (fn NULL): none for ckpt_plan_create,
+                               the chain's logger for ckpt_chain_plan */
+    ckpt_allocator allocator;   /* ckpt_plan_create's host memory; ckpt_chain_plan uses the chain's */
     /* offload policy: the link between device and pinned host memory, in bytes per unit of time
        (the unit of the stage times: with times in ms, 25e6 is 25 GB/s). bandwidth is the
        device-to-host direction; bandwidth_h2d the other (0: the same). 0 bandwidth: no link, and
-       the offload policy plans what optimal does. host_budget caps the pinned pool (0: no cap). */
+       the offload policy plans what optimal does. host_budget caps the pinned pool (0: no cap),
+       all microbatch lanes' pools together. */
     double bandwidth;
     double bandwidth_h2d;
     uint64_t host_budget;
@@ -685,8 +698,15 @@ typedef struct ckpt_plan_info {
                                peak and this plan's (0 only when every size is 0) */
     double time;            /* predicted time of one step: the sum of f and b of the ops, or with
                                offload the makespan of compute and copies */
-    uint64_t peak;          /* predicted peak bytes */
-    uint64_t min_budget;    /* smallest budget at which this policy finds a schedule */
+    uint64_t peak;          /* predicted peak bytes (sizes rounded up to CKPT_ALIGN: COST MODEL) */
+    uint64_t arena;         /* bytes of one lane's arena once every buffer is laid out: >= peak,
+                               <= budget (ckpt_chain_stats.arena_bytes is lanes x this) */
+    uint64_t fit_budget;    /* the budget the policy planned for: budget, or less when the arena
+                               of the plan for budget did not fit in it (COST MODEL); the
+                               policy's guarantee holds at this budget */
+    uint64_t min_budget;    /* a budget from which every larger one plans: the policy's smallest
+                               peak, or that plan's arena when it needs more (COST MODEL); on
+                               success at most budget */
     double store_all_time;  /* for reference */
     uint64_t store_all_peak;
     int k;                  /* every-k: the k used */
@@ -713,10 +733,11 @@ CKPT_API const ckpt_plan_info *ckpt_plan_get_info(const ckpt_plan *plan);
 /* The schedule: *n_ops operations, valid until the plan is destroyed. */
 CKPT_API const ckpt_op *ckpt_plan_ops(const ckpt_plan *plan, int *n_ops);
 
-/* Replays a schedule in the cost model: checks every rule (CKPT_ERR_BAD_SCHEDULE, with the op
-   index in *bad_op when non-NULL) and returns its time and peak. O, P and W ops are replayed
-   untimed: copies take no time, and an offloaded buffer stays on the device until its W, or
-   without a W until the op before its P. */
+/* Replays a schedule in the cost model (sizes rounded up to CKPT_ALIGN, all-zero times as 1 and
+   2): checks every rule (CKPT_ERR_BAD_SCHEDULE, with the op index in *bad_op when non-NULL) and
+   returns its time and peak, which for a plan's schedule are its info's. O, P and W ops are
+   replayed untimed: copies take no time, and an offloaded buffer stays on the device until its
+   W, or without a W until the op before its P. */
 CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops,
                                             int n_ops, double *time, uint64_t *peak, int *bad_op);
 
@@ -799,7 +820,10 @@ CKPT_API void ckpt_chain_destroy(ckpt_chain *chain);
 /* Plans the chain for desc (NULL: optimal, no budget), lays out every buffer and allocates the
    arena through the backend (replacing any previous plan and arena). info may be NULL. On
    failure the previous plan stays in place; on CKPT_ERR_INFEASIBLE, info (if non-NULL) still
-   gets min_budget and the store-all figures. Stage times of all zero are taken as 1 and 2. */
+   gets min_budget and the store-all figures. The plan is the one ckpt_plan_create makes for the
+   chain's costs (all-zero times taken as 1 and 2, see COST MODEL), for the chain's lanes: the
+   budget is per lane, host_budget for all lanes. Errors go to desc->logger when set, else to the
+   chain's. */
 CKPT_API ckpt_result ckpt_chain_plan(ckpt_chain *chain, const ckpt_plan_desc *desc, ckpt_plan_info *info);
 /* Like ckpt_chain_plan, with a schedule of your own (validated by the cost model). */
 CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *chain, const ckpt_op *ops, int n_ops,
@@ -842,10 +866,12 @@ CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *chain, const void *c
                                                 void *const *grad_inputs);
 
 typedef struct ckpt_chain_stats {
-    uint64_t planned_peak;      /* the plan's predicted peak (cost-model bytes) */
-    uint64_t measured_peak;     /* largest sum of live buffer bytes seen while running */
-    uint64_t arena_bytes;       /* size of the arena allocated through the backend */
-    uint64_t arena_high_water;  /* highest arena byte handed to a callback, + 1 */
+    uint64_t planned_peak;      /* the plan's predicted peak (ckpt_plan_info.peak, per lane) */
+    uint64_t arena_bytes;       /* size of the arena allocated through the backend (all lanes) */
+    uint64_t arena_high_water;  /* measured since the plan was installed: the highest end, within
+                                   a lane, of an arena buffer the executor handed out (to a
+                                   callback, a copy, or as ckpt_forward's output): its offset
+                                   plus its size rounded up to CKPT_ALIGN; <= arena_bytes / lanes */
     uint64_t steps;             /* completed forward+backward steps */
     uint64_t ops_run;           /* operations executed */
     int failed_stage;           /* stage (0-based) of the last CKPT_ERR_CALLBACK, else -1 */
@@ -1153,6 +1179,22 @@ static ckpt_result _ckpt_check_costs(const ckpt_cost *c, int n, const ckpt_logge
         }
     }
     return CKPT_OK;
+}
+
+/* The costs the cost model works with (see COST MODEL): every size rounded up to CKPT_ALIGN and,
+   when every stage time is 0, each stage timed 1 (forward) and 2 (backward). Costs checked. */
+static void _ckpt_costs_model(const ckpt_cost *c, int n, ckpt_cost *out) {
+    int i, all_zero = 1;
+    for (i = 0; i < n; i++) {
+        out[i] = c[i];
+        out[i].a = (c[i].a + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
+        out[i].t = (c[i].t + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
+        out[i].wf = (c[i].wf + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
+        out[i].wb = (c[i].wb + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
+        if (c[i].f != 0 || c[i].b != 0) all_zero = 0;
+    }
+    if (all_zero)   /* no times given: assume the usual backward = 2 x forward */
+        for (i = 0; i < n; i++) { out[i].f = 1.0; out[i].b = 2.0; }
 }
 
 /* >>analysis -------------------------------------------------------------------------------------
@@ -1508,12 +1550,16 @@ static ckpt_result _ckpt_simulate(const ckpt_cost *costs, int n, const ckpt_op *
                                   _ckpt_analysis *an, int *bad_op) {
     const char *why;
     int bad;
+    ckpt_cost *mc;
     ckpt_result r = _ckpt_check_costs(costs, n, NULL);
     if (bad_op) *bad_op = -1;
     if (r != CKPT_OK) return r;
     if (!ops && n_ops > 0) return CKPT_ERR_NULL_ARGUMENT;
     if (n_ops < 0) return CKPT_ERR_BAD_INDEX;
-    r = _ckpt_analyze(costs, n, ops, n_ops, link, NULL, 0, an, &bad, &why);
+    if (!(mc = (ckpt_cost *)_ckpt_calloc(NULL, (size_t)n, sizeof *mc))) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+    _ckpt_costs_model(costs, n, mc);
+    r = _ckpt_analyze(mc, n, ops, n_ops, link, NULL, 0, an, &bad, &why);
+    _ckpt_free(NULL, mc);
     if (bad_op) *bad_op = bad;
     return r;
 }
@@ -2887,18 +2933,108 @@ static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, _c
     return best_n ? CKPT_OK : CKPT_ERR_INFEASIBLE;
 }
 
-/* Plans and fills a new ckpt_plan; on CKPT_ERR_INFEASIBLE, *info still has the figures. */
-static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *lg, const ckpt_cost *c, int n,
-                                   const ckpt_plan_desc *desc, ckpt_plan **out, ckpt_plan_info *info) {
+static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, int n_bufs, int n_ops, uint64_t *arena);
+
+/* The predicted figures of schedule s (time, peaks, offloads) and the sizes of its arena and
+   pinned pool once laid out (>>arena), into *info and *pool. */
+static ckpt_result _ckpt_plan_measure(const ckpt_allocator *al, const ckpt_cost *c, int n, const _ckpt_sched *s,
+                                      const _ckpt_link *link, ckpt_plan_info *info, uint64_t *pool) {
+    _ckpt_analysis an;
+    const char *why;
+    int bad;
+    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, link, al, 1, &an, &bad, &why);
+    CKPT_ASSERT(r != CKPT_ERR_BAD_SCHEDULE);
+    if (r != CKPT_OK) return r;
+    info->time = an.time; info->peak = an.peak; info->compute_time = an.compute_time;
+    info->host_peak = an.host_peak; info->n_offloaded = an.n_offloads;
+    r = _ckpt_layout_bufs(al, an.bufs, an.n_bufs, s->n_ops, &info->arena);
+    if (r == CKPT_OK) r = _ckpt_layout_bufs(al, an.hbufs, an.n_hbufs, s->n_ops, pool);
+    _ckpt_analysis_free(al, &an);
+    return r;
+}
+
+/* >>fit: the arena within the budget. A layout can need more than the peak it bounds (buffers
+   live at different times cannot always share addresses), so a plan whose arena (or pinned pool,
+   against off->host_budget) does not fit is made again below: the policy's budget goes down by
+   the excess (the host budget likewise) until it fits. The last try, the floor, is the plan at
+   the policy's minimum m with no pinned pool; every budget from max(m, its arena) up plans (the
+   descent ends at the floor at the latest), so that is min_budget, or the budget itself when
+   smaller and planned. */
+static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy, int k,
+                                  uint32_t max_units, uint64_t budget, const _ckpt_off *off, _ckpt_sched *s,
+                                  ckpt_plan_info *info) {
+    const ckpt_plan_info base = *info;
+    ckpt_plan_info found = base;
+    _ckpt_sched keep = {NULL, 0, 0};
+    uint64_t b = budget, hb = off ? off->host_budget : 0, m = 0, pool = 0;
+    int iter, floor = 0, have = 0;
+    ckpt_result r;
+    for (iter = 0;; iter++) {
+        ckpt_plan_info ti = base;
+        _ckpt_off o;
+        if (off) { o = *off; o.host_budget = hb; }
+        r = _ckpt_plan_policy(al, c, n, policy, k, max_units, b, off ? &o : NULL, s, &ti);
+        if (iter == 0) m = ti.min_budget;
+        if (r == CKPT_ERR_INFEASIBLE && floor == 1 && ti.min_budget > b) {
+            b = ti.min_budget; floor = 2;   /* offload's minimum was below optimal's: optimal's */
+            continue;
+        }
+        if (r == CKPT_ERR_INFEASIBLE && !floor) goto to_floor;
+        if (r == CKPT_OK) r = _ckpt_plan_measure(al, c, n, s, off ? &off->link : NULL, &ti, &pool);
+        if (r != CKPT_OK) {     /* with a plan found, only running out of memory fails */
+            if (have && r != CKPT_ERR_OUT_OF_HOST_MEMORY) { *info = found; info->min_budget = m; r = CKPT_OK; }
+            else if (!have) { *info = ti; info->min_budget = m; }
+            break;
+        }
+        if (floor) {
+            uint64_t w = ti.arena > b ? ti.arena : b;
+            if (!have && ti.arena <= budget) {
+                _ckpt_sched tmp = keep; keep = *s; *s = tmp;
+                found = ti; have = 1; found.fit_budget = b;
+            }
+            if (have) { *info = found; info->min_budget = w < budget ? w : budget; }
+            else {      /* what the policy says of itself, without a plan's figures */
+                *info = base; info->unit = ti.unit; info->guarantee = ti.guarantee; info->k = ti.k;
+                info->min_budget = w; r = CKPT_ERR_INFEASIBLE;
+            }
+            break;
+        }
+        if (ti.arena <= budget && (!off || !off->host_budget || pool <= off->host_budget)) {
+            /* planned; the floor still names min_budget */
+            found = ti; have = 1; found.fit_budget = b < budget ? b : budget;
+            { _ckpt_sched tmp = keep; keep = *s; *s = tmp; }
+            goto to_floor;
+        }
+        if (off && off->host_budget && pool > off->host_budget) {
+            uint64_t h = hb < ti.host_peak ? hb : ti.host_peak, d = pool - off->host_budget;
+            hb = h > d ? h - d : 1;    /* 1: nothing offloaded (every offloaded buffer is >= CKPT_ALIGN) */
+        } else {
+            uint64_t p = b < ti.peak ? b : ti.peak, d = ti.arena - budget;
+            b = p > d ? p - d : 0;
+        }
+        if (b >= m && iter < 16) continue;
+    to_floor:
+        b = m; hb = off ? 1 : 0; floor = 1;
+    }
+    if (have) { _ckpt_sched tmp = keep; keep = *s; *s = tmp; }     /* the plan found goes to *s */
+    _ckpt_free(al, keep.ops);
+    return r;
+}
+
+/* Plans and fills a new ckpt_plan for lanes microbatch lanes (the host budget is shared by
+   their pools); on CKPT_ERR_INFEASIBLE, *info still has the figures. */
+static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *lg, const ckpt_cost *user_costs, int n,
+                                   const ckpt_plan_desc *desc, int lanes, ckpt_plan **out, ckpt_plan_info *info) {
     _ckpt_sched s = {NULL, 0, 0};
     _ckpt_off off;
     ckpt_plan *plan = NULL;
     ckpt_policy policy = desc ? desc->policy : CKPT_POLICY_OPTIMAL;
     int k = desc ? desc->k : 0;
+    ckpt_cost *c = NULL;
     ckpt_result r;
     memset(info, 0, sizeof *info);
     *out = NULL;
-    if ((r = _ckpt_check_costs(c, n, lg)) != CKPT_OK) return r;
+    if ((r = _ckpt_check_costs(user_costs, n, lg)) != CKPT_OK) return r;
     if ((int)policy < 0 || (int)policy >= CKPT_POLICY_COUNT_)
         return _CKPT_ERR(lg, CKPT_ERR_BAD_POLICY, "ckpt_plan_desc.policy %d is not a ckpt_policy", (int)policy);
     if (policy == CKPT_POLICY_EVERY_K && (k < 0 || k > n))
@@ -2907,10 +3043,14 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
                  !(desc->bandwidth_h2d >= 0 && desc->bandwidth_h2d < DBL_MAX)))
         return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_plan_desc.bandwidth %g / bandwidth_h2d %g: must be finite and "
                          "not negative", desc->bandwidth, desc->bandwidth_h2d);
+    if (!(c = (ckpt_cost *)_ckpt_calloc(al, (size_t)n, sizeof *c))) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto fail; }
+    _ckpt_costs_model(user_costs, n, c);
     memset(&off, 0, sizeof off);
     off.al = al; off.c = c; off.n = n;
     if (desc && policy == CKPT_POLICY_OFFLOAD) {
-        off.host_budget = desc->host_budget;
+        /* each lane's pool, laid out in CKPT_ALIGN steps, gets an equal share (1: none, not "no cap") */
+        off.host_budget = desc->host_budget / (uint64_t)lanes / CKPT_ALIGN * CKPT_ALIGN;
+        if (desc->host_budget && !off.host_budget) off.host_budget = 1;
         off.link.d2h = desc->bandwidth;
         off.link.h2d = desc->bandwidth_h2d > 0 ? desc->bandwidth_h2d : desc->bandwidth;
         if (off.link.d2h > 0 && !(off.link.h2d > 0)) off.link.d2h = 0;
@@ -2923,8 +3063,8 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     /* budget 0: no limit. A recomputing policy may peak above store-all (a recomputation can
        overlap a live gradient), so "no limit" really is none; the info then names the peak. */
     info->budget = desc && desc->budget ? desc->budget : UINT64_MAX;
-    r = _ckpt_plan_policy(al, c, n, policy, k, desc ? desc->max_units : 0, info->budget,
-                          off.link.d2h > 0 ? &off : NULL, &s, info);
+    r = _ckpt_plan_fit(al, c, n, policy, k, desc ? desc->max_units : 0, info->budget, off.link.d2h > 0 ? &off : NULL,
+                       &s, info);
     if (r == CKPT_ERR_INFEASIBLE) {
         _CKPT_ERR(lg, r, "budget %llu bytes is infeasible for policy %s; the smallest feasible budget is %llu bytes",
                   (unsigned long long)info->budget, ckpt_policy_name(policy), (unsigned long long)info->min_budget);
@@ -2938,18 +3078,9 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
                   "limits; a larger budget plans faster", (unsigned long long)info->budget,
                   (unsigned long long)info->min_budget);
     if (r != CKPT_OK) goto fail;
-    {
-        _ckpt_analysis an;
-        const char *why;
-        int bad;
-        r = _ckpt_analyze(c, n, s.ops, s.n_ops, off.link.d2h > 0 ? &off.link : NULL, al, 0, &an, &bad, &why);
-        CKPT_ASSERT(r != CKPT_ERR_BAD_SCHEDULE);
-        if (r != CKPT_OK) goto fail;
-        info->time = an.time; info->peak = an.peak; info->compute_time = an.compute_time;
-        info->host_peak = an.host_peak; info->n_offloaded = an.n_offloads;
-    }
-    CKPT_ASSERT(info->peak <= info->budget);
+    CKPT_ASSERT(info->peak <= info->budget && info->arena <= info->budget);
     if (!(desc && desc->budget)) info->budget = info->peak > info->store_all_peak ? info->peak : info->store_all_peak;
+    if (info->fit_budget > info->budget) info->fit_budget = info->budget;
     plan = (ckpt_plan *)_ckpt_calloc(al, 1, sizeof *plan);
     if (!plan) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto fail; }
     plan->al = al ? *al : plan->al;
@@ -2963,12 +3094,14 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     plan->info = *info;
     plan->ops = s.ops;
     plan->link = off.link;
-    plan->host_budget = off.host_budget;
+    plan->host_budget = desc && policy == CKPT_POLICY_OFFLOAD ? desc->host_budget : 0;
+    _ckpt_free(al, c);
     *out = plan;
     return CKPT_OK;
 fail:
     if (r == CKPT_ERR_OUT_OF_HOST_MEMORY) _CKPT_ERR(lg, r, "out of host memory while planning");
     _ckpt_free(al, s.ops);
+    _ckpt_free(al, c);
     return r;
 }
 
@@ -2982,7 +3115,7 @@ CKPT_API ckpt_result ckpt_plan_create(const ckpt_cost *costs, int n, const ckpt_
     *out = NULL;
     if (al && (!al->alloc) != (!al->free))
         return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_plan_desc.allocator: alloc and free must be set together");
-    r = _ckpt_plan_make(al, lg, costs, n, desc, out, &info);
+    r = _ckpt_plan_make(al, lg, costs, n, desc, 1, out, &info);
     if (out_info) *out_info = info;
     return r;
 }
@@ -3092,7 +3225,7 @@ struct ckpt_chain {
     int n;
     ckpt_stage_desc *stages;
     char **names;
-    ckpt_cost *costs;
+    ckpt_cost *costs;               /* as the cost model sees them (_ckpt_costs_model) */
     ckpt_rng_hooks hooks;
     unsigned char *hook_state;      /* n + 1 states: one per stage, then a scratch */
     uint64_t seed, rng_next, rng_step_start;
@@ -3100,7 +3233,6 @@ struct ckpt_chain {
     /* the plan in use */
     ckpt_plan *plan;
     _ckpt_analysis an;
-    uint64_t *op_alloc, *op_free;   /* bytes that become live / die at each op */
     void *arena;
     uint64_t arena_bytes;
     void *pool;                     /* pinned host pool of offloaded buffers (NULL: none) */
@@ -3189,8 +3321,6 @@ static void _ckpt_chain_drop_plan(ckpt_chain *ch) {
     ckpt_plan_destroy(ch->plan);
     ch->plan = NULL;
     _ckpt_analysis_free(&ch->al, &ch->an);
-    _ckpt_free(&ch->al, ch->op_alloc); _ckpt_free(&ch->al, ch->op_free);
-    ch->op_alloc = ch->op_free = NULL;
 }
 
 /* >>streaming: slots and events (allocated with the chain) */
@@ -3267,7 +3397,7 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
     const ckpt_logger *lg = desc ? &desc->logger : NULL;
     ckpt_chain *ch;
     ckpt_result r;
-    int i, all_zero = 1;
+    int i;
     if (!out) return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_chain_create: out is NULL");
     *out = NULL;
     if (!desc) return CKPT_ERR_NULL_ARGUMENT;
@@ -3305,14 +3435,12 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
         ch->costs[i].a = s->out_bytes; ch->costs[i].t = s->tape_bytes;
         ch->costs[i].wf = s->fwd_workspace_bytes; ch->costs[i].wb = s->bwd_workspace_bytes;
         ch->costs[i].flags = s->flags;
-        if (s->fwd_time != 0 || s->bwd_time != 0) all_zero = 0;
     }
-    if (all_zero)   /* no times given: assume the usual backward = 2 x forward */
-        for (i = 0; i < ch->n; i++) { ch->costs[i].f = 1.0; ch->costs[i].b = 2.0; }
     if ((r = _ckpt_check_costs(ch->costs, ch->n, lg)) != CKPT_OK || (r = _ckpt_stream_setup(ch)) != CKPT_OK) {
         ckpt_chain_destroy(ch);
         return r;
     }
+    _ckpt_costs_model(ch->costs, ch->n, ch->costs);     /* what the executor's analysis replays */
     *out = ch;
     return CKPT_OK;
 oom:
@@ -3323,7 +3451,7 @@ oom:
 /* Installs a plan: analyses its schedule, lays out the arena and allocates it. Takes ownership
    of plan; on failure frees it and leaves the chain's previous plan in place. */
 /* Offload needs pinned memory and copies; events are used when the backend has copy streams. */
-static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_plan *plan, _ckpt_analysis *an, void **pool,
+static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_logger *lg, const ckpt_plan *plan, _ckpt_analysis *an, void **pool,
                                        uint64_t *pool_bytes, void ***ev_done, void ***ev_pos) {
     const ckpt_backend *be = &ch->be;
     int n_ops = plan->info.n_ops, k;
@@ -3331,20 +3459,20 @@ static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_plan *plan, _c
     *pool = NULL; *pool_bytes = 0; *ev_done = *ev_pos = NULL;
     if (an->n_hbufs == 0) return CKPT_OK;
     if (!be->alloc_pinned || !be->free_pinned || !be->copy_async)
-        return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_BACKEND, "the plan offloads, but the backend (%s) has no pinned memory or copies",
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_BACKEND, "the plan offloads, but the backend (%s) has no pinned memory or copies",
                          be->name ? be->name : "unnamed");
     if ((r = _ckpt_layout_bufs(&ch->al, an->hbufs, an->n_hbufs, n_ops, pool_bytes)) != CKPT_OK) return r;
     if (plan->host_budget && *pool_bytes > plan->host_budget)
-        return _CKPT_ERR(&ch->lg, CKPT_ERR_INFEASIBLE, "the pinned pool needs %llu bytes once laid out, over the host budget "
+        return _CKPT_ERR(lg, CKPT_ERR_INFEASIBLE, "the pinned pool needs %llu bytes once laid out, over the host budget "
                          "of %llu", (unsigned long long)*pool_bytes, (unsigned long long)plan->host_budget);
     *pool_bytes = _ckpt_align_up(*pool_bytes);
     if (plan->host_budget && *pool_bytes * (uint64_t)ch->lanes > plan->host_budget)
-        return _CKPT_ERR(&ch->lg, CKPT_ERR_INFEASIBLE, "%d lanes of the %llu-byte pinned pool exceed the host budget of %llu",
+        return _CKPT_ERR(lg, CKPT_ERR_INFEASIBLE, "%d lanes of the %llu-byte pinned pool exceed the host budget of %llu",
                          ch->lanes, (unsigned long long)*pool_bytes, (unsigned long long)plan->host_budget);
     if (*pool_bytes > (uint64_t)SIZE_MAX / (uint64_t)ch->lanes) return CKPT_ERR_SIZE_OVERFLOW;
     if ((r = be->alloc_pinned(be->state, (size_t)(*pool_bytes * (uint64_t)ch->lanes), pool)) != CKPT_OK) {
         *pool = NULL;
-        return _CKPT_ERR(&ch->lg, r == CKPT_ERR_OUT_OF_DEVICE_MEMORY ? CKPT_ERR_OUT_OF_HOST_MEMORY : r,
+        return _CKPT_ERR(lg, r == CKPT_ERR_OUT_OF_DEVICE_MEMORY ? CKPT_ERR_OUT_OF_HOST_MEMORY : r,
                          "the backend (%s) could not allocate the %llu-byte pinned pool", be->name ? be->name : "unnamed",
                          (unsigned long long)*pool_bytes);
     }
@@ -3362,46 +3490,41 @@ static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_plan *plan, _c
             size_t e = (size_t)k * ch->lanes + m;
             if ((r = be->event_create(be->state, &(*ev_done)[e])) != CKPT_OK ||
                 (r = be->event_create(be->state, &(*ev_pos)[e])) != CKPT_OK)
-                return _CKPT_ERR(&ch->lg, r, "the backend could not create the offload events");
+                return _CKPT_ERR(lg, r, "the backend could not create the offload events");
         }
     }
     return CKPT_OK;
 }
 
-static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_plan_info *info) {
+static ckpt_result _ckpt_chain_install(ckpt_chain *ch, const ckpt_logger *lg, ckpt_plan *plan, ckpt_plan_info *info) {
     _ckpt_analysis an;
-    uint64_t arena_bytes = 0, pool_bytes = 0, *op_alloc = NULL, *op_free = NULL;
+    uint64_t arena_bytes = 0, pool_bytes = 0;
     void *arena = NULL, *pool = NULL, **ev_done = NULL, **ev_pos = NULL;
     const char *why;
-    int bad, b;
+    int bad;
     ckpt_result r = _ckpt_analyze(ch->costs, ch->n, plan->ops, plan->info.n_ops, plan->link.d2h > 0 ? &plan->link : NULL,
                                   &ch->al, 1, &an, &bad, &why);
     if (r == CKPT_ERR_BAD_SCHEDULE) {
-        _CKPT_ERR(&ch->lg, r, "schedule op %d: %s", bad, why);
+        _CKPT_ERR(lg, r, "schedule op %d: %s", bad, why);
         ckpt_plan_destroy(plan);
         return r;
     }
     if (r == CKPT_OK) r = _ckpt_layout_bufs(&ch->al, an.bufs, an.n_bufs, plan->info.n_ops, &arena_bytes);
-    if (r == CKPT_OK) {
-        op_alloc = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)plan->info.n_ops + 1, sizeof(uint64_t));
-        op_free = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)plan->info.n_ops + 1, sizeof(uint64_t));
-        if (!op_alloc || !op_free) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
-    }
     if (r == CKPT_OK && arena_bytes > (uint64_t)SIZE_MAX) {
-        r = _CKPT_ERR(&ch->lg, CKPT_ERR_SIZE_OVERFLOW, "the arena needs %llu bytes, more than SIZE_MAX",
+        r = _CKPT_ERR(lg, CKPT_ERR_SIZE_OVERFLOW, "the arena needs %llu bytes, more than SIZE_MAX",
                       (unsigned long long)arena_bytes);
     } else if (r != CKPT_OK) {
-        _CKPT_ERR(&ch->lg, r, "out of host memory while laying out the arena");
+        _CKPT_ERR(lg, r, "out of host memory while laying out the arena");
     } else if ((arena_bytes = _ckpt_align_up(arena_bytes),
                 arena_bytes > (uint64_t)SIZE_MAX / (uint64_t)ch->lanes)) {
-        r = _CKPT_ERR(&ch->lg, CKPT_ERR_SIZE_OVERFLOW, "%d lanes of a %llu-byte arena exceed SIZE_MAX", ch->lanes,
+        r = _CKPT_ERR(lg, CKPT_ERR_SIZE_OVERFLOW, "%d lanes of a %llu-byte arena exceed SIZE_MAX", ch->lanes,
                       (unsigned long long)arena_bytes);
     } else if ((r = ch->be.alloc(ch->be.state, (size_t)(arena_bytes ? arena_bytes * (uint64_t)ch->lanes : 1), &arena)) != CKPT_OK) {
-        _CKPT_ERR(&ch->lg, r, "the backend (%s) could not allocate the %llu-byte arena",
+        _CKPT_ERR(lg, r, "the backend (%s) could not allocate the %llu-byte arena",
                   ch->be.name ? ch->be.name : "unnamed", (unsigned long long)arena_bytes);
         arena = NULL;
     } else {
-        r = _ckpt_offload_setup(ch, plan, &an, &pool, &pool_bytes, &ev_done, &ev_pos);
+        r = _ckpt_offload_setup(ch, lg, plan, &an, &pool, &pool_bytes, &ev_done, &ev_pos);
     }
     if (r != CKPT_OK) {
         if (arena) ch->be.free(ch->be.state, arena);
@@ -3409,23 +3532,16 @@ static ckpt_result _ckpt_chain_install(ckpt_chain *ch, ckpt_plan *plan, ckpt_pla
         _ckpt_free_events(ch, ev_done, (size_t)plan->info.n_ops * ch->lanes);
         _ckpt_free_events(ch, ev_pos, (size_t)plan->info.n_ops * ch->lanes);
         _ckpt_analysis_free(&ch->al, &an);
-        _ckpt_free(&ch->al, op_alloc); _ckpt_free(&ch->al, op_free);
         ckpt_plan_destroy(plan);
         return r;
-    }
-    for (b = 0; b < an.n_bufs; b++) {
-        op_alloc[an.bufs[b].start] += an.bufs[b].bytes;
-        op_free[an.bufs[b].end] += an.bufs[b].bytes;
     }
     _ckpt_chain_drop_plan(ch);
     ch->plan = plan; ch->an = an; ch->arena = arena; ch->arena_bytes = arena_bytes * (uint64_t)ch->lanes;
     ch->lane_bytes = arena_bytes;
     ch->pool = pool; ch->ev_done = ev_done; ch->ev_pos = ev_pos;
     ch->pool_lane_bytes = pool_bytes;       /* a multiple of CKPT_ALIGN (_ckpt_offload_setup) */
-    ch->op_alloc = op_alloc; ch->op_free = op_free;
     ch->state = _CKPT_IDLE;
     ch->stats.planned_peak = plan->info.peak;
-    ch->stats.measured_peak = 0;
     ch->stats.arena_bytes = ch->arena_bytes;
     ch->stats.arena_high_water = 0;
     ch->stats.planned_host_peak = an.host_peak;
@@ -3438,13 +3554,15 @@ CKPT_API ckpt_result ckpt_chain_plan(ckpt_chain *ch, const ckpt_plan_desc *desc,
     ckpt_plan *plan;
     ckpt_plan_info tmp;
     ckpt_result r;
+    const ckpt_logger *lg;
     if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    lg = desc && desc->logger.fn ? &desc->logger : &ch->lg;
     if (ch->state != _CKPT_IDLE)
-        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_chain_plan: a forward is pending; run backward first");
-    r = _ckpt_plan_make(&ch->al, &ch->lg, ch->costs, ch->n, desc, &plan, &tmp);
+        return _CKPT_ERR(lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_chain_plan: a forward is pending; run backward first");
+    r = _ckpt_plan_make(&ch->al, lg, ch->costs, ch->n, desc, ch->lanes, &plan, &tmp);
     if (r == CKPT_ERR_INFEASIBLE && info) *info = tmp;   /* what the caller needs to pick a budget */
     if (r != CKPT_OK) return r;
-    return _ckpt_chain_install(ch, plan, info);         /* writes info only once installed */
+    return _ckpt_chain_install(ch, lg, plan, info);     /* writes info only once installed */
 }
 
 CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops, int n_ops, ckpt_plan_info *info) {
@@ -3479,7 +3597,7 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
     plan->info.n_ops = n_ops; plan->info.unit = 1;
     for (i = 0; i < n_ops; i++) plan->info.n_recomputed += ops[i].kind == CKPT_OP_F;
     plan->info.n_recomputed -= ch->n;
-    return _ckpt_chain_install(ch, plan, info);
+    return _ckpt_chain_install(ch, &ch->lg, plan, info);
 }
 
 CKPT_API const ckpt_plan *ckpt_chain_get_plan(const ckpt_chain *ch) { return ch ? ch->plan : NULL; }
@@ -3526,7 +3644,8 @@ static void *_ckpt_buf_ptr(ckpt_chain *ch, int b, int lane) {
     if (b < 0) return NULL;
     x = &ch->an.bufs[b];
     if (x->bytes == 0) return NULL;
-    if (x->offset + x->bytes > ch->stats.arena_high_water) ch->stats.arena_high_water = x->offset + x->bytes;
+    if (x->offset + _ckpt_align_up(x->bytes) > ch->stats.arena_high_water)
+        ch->stats.arena_high_water = x->offset + _ckpt_align_up(x->bytes);
     return (char *)ch->arena + (size_t)lane * ch->lane_bytes + x->offset;
 }
 
@@ -3818,16 +3937,12 @@ static ckpt_result _ckpt_run_compute_op(ckpt_chain *ch, int k, int to, const voi
     return r;
 }
 
-/* Runs ops [from, to); the live-byte count (per lane) is kept as the executor hands out and
-   retires buffers. */
-static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *const *gouts, void *const *gins,
-                                 uint64_t *live) {
+/* Runs ops [from, to). */
+static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *const *gouts, void *const *gins) {
     int k, m;
     for (k = from; k < to; k++) {
         const ckpt_op *op = &ch->plan->ops[k];
         ckpt_result r = CKPT_OK;
-        *live += ch->op_alloc[k];
-        if (*live > ch->stats.measured_peak) ch->stats.measured_peak = *live;
         if (ch->be.range_push) _ckpt_range_push(ch, op);
         if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P)
             for (m = 0; m < ch->lanes && r == CKPT_OK; m++) r = _ckpt_run_copy_op(ch, k, m);
@@ -3837,7 +3952,6 @@ static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *c
             r = _ckpt_run_compute_op(ch, k, to, gouts, gins);
         if (ch->be.range_pop) ch->be.range_pop(ch->be.state);
         if (r != CKPT_OK) return r;
-        *live -= ch->op_free[k];
         ch->stats.ops_run++;
     }
     return CKPT_OK;
@@ -3870,15 +3984,7 @@ static void _ckpt_abandon_step(ckpt_chain *ch) {
     _ckpt_step_clear(ch);
 }
 
-static uint64_t _ckpt_live_after_forward(const ckpt_chain *ch) {
-    uint64_t live = 0;
-    int k;
-    for (k = 0; k <= ch->an.fn_op; k++) live += ch->op_alloc[k] - ch->op_free[k];
-    return live;
-}
-
 CKPT_API ckpt_result ckpt_forward_microbatches(ckpt_chain *ch, const void *const *inputs, const void **outputs) {
-    uint64_t live = 0;
     ckpt_result r;
     int m;
     if (!ch) return CKPT_ERR_NULL_ARGUMENT;
@@ -3894,7 +4000,7 @@ CKPT_API ckpt_result ckpt_forward_microbatches(ckpt_chain *ch, const void *const
     ch->rng_step_start = ch->rng_next;
     for (m = 0; m < ch->lanes; m++) ch->inputs[m] = inputs[m];
     _ckpt_sweep_begin(ch);
-    r = _ckpt_run_ops(ch, 0, ch->an.fn_op + 1, NULL, NULL, &live);
+    r = _ckpt_run_ops(ch, 0, ch->an.fn_op + 1, NULL, NULL);
     if (r != CKPT_OK) { _ckpt_abandon_step(ch); return r; }
     ch->state = _CKPT_FORWARD_DONE;
     if (outputs)
@@ -3903,7 +4009,6 @@ CKPT_API ckpt_result ckpt_forward_microbatches(ckpt_chain *ch, const void *const
 }
 
 CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *ch, const void *const *grad_outputs, void *const *grad_inputs) {
-    uint64_t live;
     ckpt_result r;
     int m;
     if (!ch) return CKPT_ERR_NULL_ARGUMENT;
@@ -3915,9 +4020,8 @@ CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *ch, const void *cons
     if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "ckpt_backward: no plan; call ckpt_chain_plan first");
     if (ch->state != _CKPT_FORWARD_DONE)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_backward: no forward to back-propagate (call ckpt_forward first)");
-    live = _ckpt_live_after_forward(ch);
     _ckpt_sweep_begin(ch);
-    r = _ckpt_run_ops(ch, ch->an.fn_op + 1, ch->plan->info.n_ops, grad_outputs, grad_inputs, &live);
+    r = _ckpt_run_ops(ch, ch->an.fn_op + 1, ch->plan->info.n_ops, grad_outputs, grad_inputs);
     if (r != CKPT_OK) { _ckpt_abandon_step(ch); return r; }
     if (ch->be.synchronize && (r = ch->be.synchronize(ch->be.state, NULL)) != CKPT_OK) {
         _ckpt_abandon_step(ch);

@@ -50,7 +50,7 @@ static double loads_per_step(const Run *r)
 static void print_header(const Config *cfg, int csv)
 {
     if (csv) {
-        printf("policy,k,frac,budget_bytes,feasible,planned_peak,measured_peak," BENCH_MEM_CSV ",n_recomputed,"
+        printf("policy,k,frac,budget_bytes,feasible,planned_peak,arena_high_water," BENCH_MEM_CSV ",n_recomputed,"
                "pred_ms,meas_ms,pred_ratio,meas_ratio,mem_ratio,min_budget,grads_identical,"
                "pinned_bytes,loads_per_step,slot_bytes" BENCH_CPU_CSV "\n");
         return;
@@ -91,7 +91,7 @@ static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, 
     if (csv) {
         printf("%s,%d,%g,%llu,1,%llu,%llu,%llu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%llu,%d,%llu,%.2f,%llu",
                ckpt_policy_name(r->policy), r->info.k, frac, (unsigned long long)budget,
-               (unsigned long long)r->info.peak, (unsigned long long)r->stats.measured_peak,
+               (unsigned long long)r->info.peak, (unsigned long long)r->stats.arena_high_water,
                (unsigned long long)BENCH_MEM_BYTES(r), r->info.n_recomputed, r->info.time, r->ms_per_step,
                pred_x, meas_x, mem_x, (unsigned long long)r->info.min_budget, same,
                (unsigned long long)r->stats.pool_bytes, loads_per_step(r), (unsigned long long)r->stats.slot_bytes);

@@ -1089,7 +1089,7 @@ int main(int argc, char **argv)
     printf("\nbudget %llu bytes (%.2f of store-all's peak %llu)\n", (unsigned long long)budget, cfg.budget_frac,
            (unsigned long long)ref->info.peak);
     if (cfg.bandwidth_gbs > 0) printf("offload: copy engine throttled to %.3g GB/s each way\n", cfg.bandwidth_gbs);
-    printf("%-14s %11s %11s %11s %9s %7s %7s %11s %s\n", "policy", "planned B", "measured B", "arena B",
+    printf("%-14s %11s %11s %11s %9s %7s %7s %11s %s\n", "policy", "planned B", "used B", "arena B",
            "ms/step", "pred x", "meas x", "final loss", "grads bit-identical");
     int all_match = 1;
     for (int i = 0; i < n_policies; i++) {
@@ -1105,7 +1105,7 @@ int main(int argc, char **argv)
         int match = memcmp(r->grads, ref->grads, n * sizeof(float)) == 0;
         all_match &= match;
         printf("%-14s %11llu %11llu %11llu %9.2f %7.3f %7.3f %11.6f %s\n", name,
-               (unsigned long long)r->info.peak, (unsigned long long)r->stats.measured_peak,
+               (unsigned long long)r->info.peak, (unsigned long long)r->stats.arena_high_water,
                (unsigned long long)r->stats.arena_bytes, r->ms_per_step, r->info.time / r->info.store_all_time,
                r->ms_per_step / ref->ms_per_step, r->loss[cfg.steps - 1], match ? "yes" : "no");
     }

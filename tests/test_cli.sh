@@ -7,7 +7,7 @@
 # every check passed, 1 otherwise (77, skipped, when /usr/bin/python3 is missing). Needs bash,
 # coreutils, grep and /usr/bin/python3 (stdlib only).
 #
-# Every plan printed as JSON is also replayed by an independent Python model of DESIGN.md's cost
+# Every plan printed as JSON is also replayed by an independent Python model of the manual's cost
 # model: the schedule must obey its rules and have exactly the time and peak the tool reports.
 
 set -u
@@ -47,6 +47,10 @@ errline() { tr '\n' ' ' <"$TMP/err" | cut -c1-300; }
 cat >"$TMP/check.py" <<'PYEOF'
 import csv, io, json, sys
 
+def align(v):
+    """The cost model counts every size rounded up to CKPT_ALIGN (256) bytes."""
+    return (int(v) + 255) // 256 * 256
+
 def load_csv(path):
     """The stage costs of a ckpt-plan CSV, as a list of dicts (f, b, a, t, wf, wb, nock)."""
     with open(path, newline='', encoding='utf-8-sig') as fh:
@@ -58,13 +62,13 @@ def load_csv(path):
     for r in rows[1:]:
         d = dict(zip(head, [v.strip() for v in r]))
         out.append(dict(name=d['name'], f=float(d['fwd_time']), b=float(d['bwd_time']),
-                        a=int(d['out_bytes']), t=int(d['tape_bytes']),
-                        wf=int(d['fwd_workspace']), wb=int(d['bwd_workspace']),
+                        a=align(d['out_bytes']), t=align(d['tape_bytes']),
+                        wf=align(d['fwd_workspace']), wb=align(d['bwd_workspace']),
                         nock=d.get('no_checkpoint', '0') == '1'))
     return out
 
 def simulate(costs, ops):
-    """Replays ops in DESIGN.md's cost model. Returns (time, peak) or raises ValueError."""
+    """Replays ops in the manual's cost model. Returns (time, peak) or raises ValueError."""
     n = len(costs)
     a = lambda i: costs[i - 1]['a'] if 1 <= i <= n else 0
     if not isinstance(ops, list):
@@ -243,25 +247,28 @@ for f in "$FOUR" "$GPT"; do
 done
 
 # ---------------------------------------------------------------------------------------------
-echo "== DESIGN example (four stages, f=1 b=2 a=10 t=20)"
+echo "== the four-stage example (f=1 b=2 a=2560 t=5120)"
 
 run --json "$FOUR"
 expect_rc "four.csv default budget: exit 0" 0
 err_empty "four.csv default budget: nothing on stderr"
 jparse "four.csv default budget: JSON parses"
-jexpr "four.csv default budget: time 12, peak 120" "$FOUR" 'j["time"] == 12 and j["peak"] == 120'
-jexpr "four.csv default budget: budget is the store-all peak 120" "$FOUR" 'j["budget"] == 120'
+jexpr "four.csv default budget: time 12, peak 30720" "$FOUR" 'j["time"] == 12 and j["peak"] == 30720'
+jexpr "four.csv default budget: budget is the store-all peak 30720" "$FOUR" 'j["budget"] == 30720'
 jexpr "four.csv default budget: feasible, policy optimal" "$FOUR" 'j["feasible"] is True and j["policy"] == "optimal"'
-jexpr "four.csv: store_all_time 12, store_all_peak 120" "$FOUR" 'j["store_all_time"] == 12 and j["store_all_peak"] == 120'
-jexpr "four.csv: min_budget 50" "$FOUR" 'j["min_budget"] == 50'
-jexpr "four.csv: keys present" "$FOUR" 'all(k in j for k in ("policy","budget","feasible","time","peak","min_budget","ops","store_all_time","store_all_peak","unit","guarantee","stages"))'
+jexpr "four.csv: store_all_time 12, store_all_peak 30720" "$FOUR" 'j["store_all_time"] == 12 and j["store_all_peak"] == 30720'
+jexpr "four.csv: min_budget 12800" "$FOUR" 'j["min_budget"] == 12800'
+jexpr "four.csv: keys present" "$FOUR" 'all(k in j for k in ("policy","budget","feasible","time","peak","arena","min_budget","ops","store_all_time","store_all_peak","unit","guarantee","stages"))'
 jexpr "four.csv: stages are the names" "$FOUR" 'j["stages"] == ["s1","s2","s3","s4"]'
 jexpr "four.csv: guarantee all-schedules (4 stages get the exact search)" "$FOUR" 'j["guarantee"] == "all-schedules"'
 jexpr "four.csv default budget: one [F,4,1], B 4..1 in order" "$FOUR" 'ops_shape_ok(j, 4)'
 jexpr "four.csv default budget: no recomputation (8 ops)" "$FOUR" 'len(j["ops"]) == 8 and all(o[0] == "B" or o[2] == 1 for o in j["ops"])'
 jsim "four.csv default budget: schedule replays to the reported time and peak" "$FOUR"
+jexpr "four.csv default budget: arena 30720 (the layout reaches the peak)" "$FOUR" 'j["arena"] == 30720'
+run --budget 15360 "$FOUR"
+out_has "four.csv text mode --budget 15360: prints the arena" "arena"
 
-for bt in 120:12 80:14 60:15 50:16; do
+for bt in 30720:12 20480:14 15360:15 12800:16; do
     b=${bt%%:*}
     t=${bt##*:}
     run --json --budget "$b" "$FOUR"
@@ -274,19 +281,19 @@ done
 
 run --json --budget 0 "$FOUR"
 expect_rc "four.csv --budget 0 (no limit): exit 0" 0
-jexpr "four.csv --budget 0: time 12, peak 120" "$FOUR" 'j["time"] == 12 and j["peak"] == 120'
+jexpr "four.csv --budget 0: time 12, peak 30720" "$FOUR" 'j["time"] == 12 and j["peak"] == 30720'
 
-run --json --budget 40 "$FOUR"
-expect_rc "four.csv --budget 40: exit 3 (infeasible)" 3
-err_has "four.csv --budget 40: stderr names the minimum budget 50" "smallest feasible budget is 50 bytes"
-err_has "four.csv --budget 40: stderr says infeasible" "infeasible"
-jparse "four.csv --budget 40: JSON still parses"
-jexpr "four.csv --budget 40: feasible false, ops [], time/peak null" "$FOUR" 'j["feasible"] is False and j["ops"] == [] and j["time"] is None and j["peak"] is None'
-jexpr "four.csv --budget 40: min_budget 50, budget 40" "$FOUR" 'j["min_budget"] == 50 and j["budget"] == 40'
+run --json --budget 10240 "$FOUR"
+expect_rc "four.csv --budget 10240: exit 3 (infeasible)" 3
+err_has "four.csv --budget 10240: stderr names the minimum budget 12800" "smallest feasible budget is 12800 bytes"
+err_has "four.csv --budget 10240: stderr says infeasible" "infeasible"
+jparse "four.csv --budget 10240: JSON still parses"
+jexpr "four.csv --budget 10240: feasible false, ops [], time/peak null" "$FOUR" 'j["feasible"] is False and j["ops"] == [] and j["time"] is None and j["peak"] is None'
+jexpr "four.csv --budget 10240: min_budget 12800, budget 10240" "$FOUR" 'j["min_budget"] == 12800 and j["budget"] == 10240'
 
-run --json --budget 49 "$FOUR"
-expect_rc "four.csv --budget 49: exit 3" 3
-err_has "four.csv --budget 49: stderr names the minimum budget 50" "smallest feasible budget is 50 bytes"
+run --json --budget 12799 "$FOUR"
+expect_rc "four.csv --budget 12799: exit 3" 3
+err_has "four.csv --budget 12799: stderr names the minimum budget 12800" "smallest feasible budget is 12800 bytes"
 
 # text mode
 run "$FOUR"
@@ -294,17 +301,17 @@ expect_rc "four.csv text mode: exit 0" 0
 out_has "four.csv text mode: names the policy" "optimal"
 out_has "four.csv text mode: says feasible" "feasible"
 out_has "four.csv text mode: per-stage table lists s4" "s4"
-run --budget 50 "$FOUR"
-expect_rc "four.csv text mode --budget 50: exit 0" 0
-out_has "four.csv text mode --budget 50: time 16" "16"
-run --budget 40 "$FOUR"
-expect_rc "four.csv text mode --budget 40: exit 3" 3
-err_has "four.csv text mode --budget 40: stderr names 50" "50"
+run --budget 12800 "$FOUR"
+expect_rc "four.csv text mode --budget 12800: exit 0" 0
+out_has "four.csv text mode --budget 12800: time 16" "16"
+run --budget 10240 "$FOUR"
+expect_rc "four.csv text mode --budget 10240: exit 3" 3
+err_has "four.csv text mode --budget 10240: stderr names 12800" "12800"
 
 # ---------------------------------------------------------------------------------------------
 echo "== input variants that mean the same chain"
 
-run --json --budget 50 "$FOUR"
+run --json --budget 12800 "$FOUR"
 cp "$TMP/out" "$TMP/ref50.json"
 run --json "$FOUR"
 cp "$TMP/out" "$TMP/refdef.json"
@@ -317,36 +324,36 @@ same() { # DESC REF.json: the last run's JSON equals REF apart from "file"
 R=$TMP/reordered.csv
 cat >"$R" <<'EOF'
 tape_bytes,bwd_workspace,out_bytes,name,bwd_time,fwd_workspace,fwd_time
-20,0,10,s1,2,0,1
-20,0,10,s2,2,0,1
-20,0,10,s3,2,0,1
-20,0,10,s4,2,0,1
+5120,0,2560,s1,2,0,1
+5120,0,2560,s2,2,0,1
+5120,0,2560,s3,2,0,1
+5120,0,2560,s4,2,0,1
 EOF
-run --json --budget 50 "$R"
-expect_rc "reordered columns --budget 50: exit 0" 0
-same "reordered columns --budget 50: same JSON as four.csv" "$TMP/ref50.json"
+run --json --budget 12800 "$R"
+expect_rc "reordered columns --budget 12800: exit 0" 0
+same "reordered columns --budget 12800: same JSON as four.csv" "$TMP/ref50.json"
 run --json "$R"
 same "reordered columns default budget: same JSON as four.csv" "$TMP/refdef.json"
 
 V=$TMP/variant.csv
-printf '# comment\r\n\r\n  # indented comment\r\n name , fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace\r\n"s1",1.0,2,10,20,0,0\r\n\r\ns2,1e0,2.00,10,20,0,0\r\n# between rows\r\ns3, 1 ,2,010,20,0,0\r\ns4,.1e1,2.,10,20,0,0' >"$V"
-run --json --budget 50 "$V"
+printf '# comment\r\n\r\n  # indented comment\r\n name , fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace\r\n"s1",1.0,2,2560,5120,0,0\r\n\r\ns2,1e0,2.00,2560,5120,0,0\r\n# between rows\r\ns3, 1 ,2,02560,5120,0,0\r\ns4,.1e1,2.,2560,5120,0,0' >"$V"
+run --json --budget 12800 "$V"
 expect_rc "CRLF, comments, blank lines, quotes, spaces, no final newline: exit 0" 0
-same "CRLF/comment variant --budget 50: same JSON as four.csv" "$TMP/ref50.json"
+same "CRLF/comment variant --budget 12800: same JSON as four.csv" "$TMP/ref50.json"
 
 NC=$TMP/nock.csv
-printf 'name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace,no_checkpoint\ns1,1,2,10,20,0,0,0\ns2,1,2,10,20,0,0,0\ns3,1,2,10,20,0,0,0\ns4,1,2,10,20,0,0,0\n' >"$NC"
-run --json --budget 50 "$NC"
+printf 'name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace,no_checkpoint\ns1,1,2,2560,5120,0,0,0\ns2,1,2,2560,5120,0,0,0\ns3,1,2,2560,5120,0,0,0\ns4,1,2,2560,5120,0,0,0\n' >"$NC"
+run --json --budget 12800 "$NC"
 same "no_checkpoint column all 0: same JSON as four.csv" "$TMP/ref50.json"
 
-printf 'name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace,no_checkpoint\ns1,1,2,10,20,0,0,0\ns2,1,2,10,20,0,0,1\ns3,1,2,10,20,0,0,1\ns4,1,2,10,20,0,0,0\n' >"$NC"
-for b in 120 80 60 50; do
+printf 'name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace,no_checkpoint\ns1,1,2,2560,5120,0,0,0\ns2,1,2,2560,5120,0,0,1\ns3,1,2,2560,5120,0,0,1\ns4,1,2,2560,5120,0,0,0\n' >"$NC"
+for b in 30720 20480 15360 12800; do
     run --json --budget "$b" "$NC"
     if [ "$RC" -eq 0 ]; then
         pass "no_checkpoint on s2,s3 --budget $b: exit 0"
         jsim "no_checkpoint on s2,s3 --budget $b: schedule obeys the flag and replays exactly" "$NC"
         jexpr "no_checkpoint on s2,s3 --budget $b: not faster than without the flag" "$NC" \
-            "j['time'] >= {120: 12, 80: 14, 60: 15, 50: 16}[$b]"
+            "j['time'] >= {30720: 12, 20480: 14, 15360: 15, 12800: 16}[$b]"
     elif [ "$RC" -eq 3 ]; then
         pass "no_checkpoint on s2,s3 --budget $b: exit 3 (infeasible)"
         jexpr "no_checkpoint on s2,s3 --budget $b: min_budget above the budget" "$NC" "j['min_budget'] > $b"
@@ -356,7 +363,7 @@ for b in 120 80 60 50; do
 done
 
 Q=$TMP/names.csv
-printf 'name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace\n"a ""quoted"", name",1,2,10,20,0,0\n"back\\slash\ttab",1,2,10,20,0,0\n\xc3\xa9t\xc3\xa9/</script>,1,2,10,20,0,0\ns4,1,2,10,20,0,0\n' >"$Q"
+printf 'name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace\n"a ""quoted"", name",1,2,2560,5120,0,0\n"back\\slash\ttab",1,2,2560,5120,0,0\n\xc3\xa9t\xc3\xa9/</script>,1,2,2560,5120,0,0\ns4,1,2,2560,5120,0,0\n' >"$Q"
 run --json "$Q"
 expect_rc "names with quotes, commas, backslash, tab, UTF-8: exit 0" 0
 jparse "names with quotes, commas, backslash, tab, UTF-8: JSON parses"
@@ -382,10 +389,10 @@ for p in optimal store-all every-k sqrt greedy; do
 done
 
 run --json --policy store-all "$FOUR"
-jexpr "--policy store-all: time 12 peak 120" "$FOUR" 'j["time"] == 12 and j["peak"] == 120'
+jexpr "--policy store-all: time 12 peak 30720" "$FOUR" 'j["time"] == 12 and j["peak"] == 30720'
 jexpr "--policy store-all: guarantee is not all-schedules-optimal or is trivially so" "$FOUR" 'j["guarantee"] in ("heuristic", "all-schedules", "persistent")'
 
-run --json --policy every-k --k 2 --budget 1000 "$FOUR"
+run --json --policy every-k --k 2 --budget 256000 "$FOUR"
 expect_rc "--policy every-k --k 2: exit 0" 0
 jexpr "--policy every-k --k 2: k is 2" "$FOUR" 'j["k"] == 2'
 jsim "--policy every-k --k 2: schedule replays to the reported time and peak" "$FOUR"
@@ -394,7 +401,7 @@ jsim "--policy every-k --k 2: schedule replays to the reported time and peak" "$
 # optimal plan, infeasible answers name a larger minimum, and the minimum budget works.
 for csv in "$FOUR" "$GPT"; do
     name=$(basename "$csv")
-    if [ "$csv" = "$FOUR" ]; then budgets="120 100 80 70 60 55 50 45 40 10"; else
+    if [ "$csv" = "$FOUR" ]; then budgets="30720 25600 20480 17920 15360 14080 12800 11520 10240 2560"; else
         budgets="3GiB 2GiB 1500MiB 1GiB 800MiB 600MiB 500MiB 400MiB"; fi
     for b in $budgets; do
         run --json --budget "$b" "$csv"
@@ -522,9 +529,9 @@ for b in abc -5 "" 1.5 12x 99999999999999999999 18014398509481984GiB; do
     expect_rc "bad --budget '$b': exit 2" 2
     err_has "bad --budget '$b': stderr mentions --budget" "--budget"
 done
-run --budget 1KiB --json "$FOUR"
-expect_rc "--budget 1KiB: exit 0" 0
-jexpr "--budget 1KiB is 1024 bytes" - 'j["budget"] == 1024'
+run --budget 30KiB --json "$FOUR"
+expect_rc "--budget 30KiB: exit 0" 0
+jexpr "--budget 30KiB is 30720 bytes" - 'j["budget"] == 30720'
 run --k abc --policy every-k "$FOUR"
 expect_rc "bad --k: exit 2" 2
 run --frobnicate "$FOUR"

@@ -354,7 +354,7 @@ static void failing_callbacks(ckpt_backend *be) {
     base_desc(&cd, be);
     ckpt_chain_create(&cd, &ch);
     memset(&pd, 0, sizeof pd);
-    pd.budget = 16 * 5;
+    pd.budget = CKPT_ALIGN * 5;   /* 16-byte buffers count CKPT_ALIGN bytes each */
     CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_OK, "plan");
     CHECK(step(ch, ref) == CKPT_OK, "reference step");
     fail_fwd_stage = 3; clear_log();
@@ -392,7 +392,7 @@ static void injected_failures(ckpt_backend *be) {
         r = ckpt_chain_create(&cd, &ch);
         if (r == CKPT_OK) {
             memset(&pd, 0, sizeof pd);
-            pd.budget = 16 * 5;
+            pd.budget = CKPT_ALIGN * 5;   /* 16-byte buffers count CKPT_ALIGN bytes each */
             r = ckpt_chain_plan(ch, &pd, NULL);
             if (r == CKPT_OK) {
                 CHECK(step(ch, got) == CKPT_OK, "step after planning");

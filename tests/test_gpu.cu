@@ -474,8 +474,11 @@ static void executor(const ckpt_backend *be) {
                 CHECK(got.size() == ref.size() && memcmp(got.data(), ref.data(), ref.size() * sizeof(float)) == 0,
                       "case %d policy %s budget %llu: gradients differ from store-all", ci, ckpt_policy_name(pd.policy),
                       (unsigned long long)budget);
-                CHECK(stats.measured_peak == info.peak && info.peak <= budget, "measured peak %llu, planned %llu, budget %llu",
-                      (unsigned long long)stats.measured_peak, (unsigned long long)info.peak, (unsigned long long)budget);
+                CHECK(stats.arena_high_water > 0 && stats.arena_high_water <= stats.arena_bytes &&
+                      stats.arena_bytes == info.arena && info.peak <= info.arena && info.arena <= budget,
+                      "high water %llu, arena %llu (planned %llu), peak %llu, budget %llu",
+                      (unsigned long long)stats.arena_high_water, (unsigned long long)stats.arena_bytes,
+                      (unsigned long long)info.arena, (unsigned long long)info.peak, (unsigned long long)budget);
                 offloaded += info.n_offloaded > 0;
             }
         }

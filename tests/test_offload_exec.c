@@ -210,8 +210,10 @@ int main(void) {
     CHECK(cs.pool_bytes > 0 && cs.pool_bytes <= pd.host_budget && bs.pinned_peak_bytes <= pd.host_budget,
           "pinned pool %llu (backend peak %llu) over the host budget %llu", (unsigned long long)cs.pool_bytes,
           (unsigned long long)bs.pinned_peak_bytes, (unsigned long long)pd.host_budget);
-    CHECK(cs.measured_peak == info.peak, "measured peak %llu, planned %llu", (unsigned long long)cs.measured_peak,
-          (unsigned long long)info.peak);
+    CHECK(cs.arena_high_water > 0 && cs.arena_high_water <= cs.arena_bytes && cs.arena_bytes == info.arena &&
+          info.arena <= pd.budget, "high water %llu, arena %llu (planned %llu), budget %llu",
+          (unsigned long long)cs.arena_high_water, (unsigned long long)cs.arena_bytes, (unsigned long long)info.arena,
+          (unsigned long long)pd.budget);
 
     /* an injected copy failure fails one step; the next is whole again */
     {
@@ -296,8 +298,10 @@ int main(void) {
                   wi.time);
 #endif
             ckpt_chain_get_stats(ch, &cs);
-            CHECK(cs.measured_peak == wi.peak, "W plan: measured peak %llu, planned %llu",
-                  (unsigned long long)cs.measured_peak, (unsigned long long)wi.peak);
+            CHECK(cs.arena_high_water > 0 && cs.arena_high_water <= cs.arena_bytes && cs.arena_bytes == wi.arena &&
+                  wi.arena <= wi.budget, "W plan: high water %llu, arena %llu (planned %llu), budget %llu",
+                  (unsigned long long)cs.arena_high_water, (unsigned long long)cs.arena_bytes,
+                  (unsigned long long)wi.arena, (unsigned long long)wi.budget);
         }
     }
     ckpt_chain_destroy(ch);

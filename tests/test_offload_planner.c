@@ -197,8 +197,9 @@ static void read_version(int v, int k) {
     if (V[v].first_read < 0) V[v].first_read = k;
 }
 
-static int osim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, double bw_d2h, double bw_h2d,
+static int osim(const ckpt_cost *user_costs, int n, const ckpt_op *ops, int n_ops, double bw_d2h, double bw_h2d,
                 osim_result *r) {
+    ckpt_cost c[MAXN];  /* the model's sizes: each rounded up to CKPT_ALIGN (all-zero times: 1, 2) */
     int cur[NBUF];      /* current version of each buffer, -1 none */
     int off[NBUF];      /* pair holding the buffer offloaded, -1 none */
     int nock_used[MAXN + 2];
@@ -210,6 +211,16 @@ static int osim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, double
     r->ok = 1;
     r->bad_op = -1;
     if (n < 1 || n > MAXN || n_ops < 0 || n_ops > MAX_OPS) return sim_fail(r, -1, "bad sizes%d", 0);
+    {
+        int zero = 1;
+        for (i = 0; i < n; i++) {
+            c[i] = user_costs[i];
+            c[i].a = (c[i].a + 255) / 256 * 256; c[i].t = (c[i].t + 255) / 256 * 256;
+            c[i].wf = (c[i].wf + 255) / 256 * 256; c[i].wb = (c[i].wb + 255) / 256 * 256;
+            zero &= c[i].f == 0 && c[i].b == 0;
+        }
+        for (i = 0; zero && i < n; i++) { c[i].f = 1; c[i].b = 2; }
+    }
     if (bw_h2d <= 0) bw_h2d = bw_d2h;
     nv = np = 0;
     for (j = 0; j < NBUF; j++) cur[j] = off[j] = -1;
@@ -420,14 +431,23 @@ static int osim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, double
    2. Hand-made schedules. */
 
 /* Checks osim() and the library against hand figures (time < 0: do not check the time). */
-static void check_hand(const char *name, const ckpt_cost *c, int n, const char *sched, double bw, double bwh,
+static void check_hand(const char *name, const ckpt_cost *hand, int n, const char *sched, double bw, double bwh,
                        double want_time, uint64_t want_peak, uint64_t want_host) {
+    /* The figures are worked out in bytes; the model rounds every size up to CKPT_ALIGN (256), so
+       the chain runs with sizes and link 256 times the hand ones: same times, peaks x 256. */
+    ckpt_cost c[MAXN];
+    int i;
     ckpt_op ops[256];
     int n_ops = parse_ops(sched, ops, 256), bad = -7;
     osim_result *r = (osim_result *)malloc(sizeof *r);
     ckpt_sim s;
     ckpt_result res;
     memset(&s, 0, sizeof s);
+    for (i = 0; i < n; i++) {
+        c[i] = hand[i];
+        c[i].a *= 256; c[i].t *= 256; c[i].wf *= 256; c[i].wb *= 256;
+    }
+    bw *= 256; bwh *= 256; want_peak *= 256; want_host *= 256;
     CHECK(n_ops > 0, "%s: cannot parse '%s'", name, sched);
     if (n_ops <= 0) { free(r); return; }
     CHECK(osim(c, n, ops, n_ops, bw, bwh, r), "%s: osim rejects it at op %d: %s", name, r->bad_op, r->msg);

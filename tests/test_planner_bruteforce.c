@@ -1001,9 +1001,15 @@ static void fuzz_simulate(const chain *ch, int rounds) {
 
 /* ------------------------------------------------------------------------------------------
    Chains and budgets. */
+/* The cost model counts every size rounded up to CKPT_ALIGN: the chains are built in units of
+   CKPT_ALIGN bytes (sizes x CKPT_ALIGN), so this file's model needs no rounding and keeps every
+   hand figure (peaks and budgets x CKPT_ALIGN). */
 static void chain_finish(chain *ch) {
     int i;
+    ch->unit *= CKPT_ALIGN;
     for (i = 1; i <= ch->n; i++) {
+        ch->c[i - 1].a *= CKPT_ALIGN; ch->c[i - 1].t *= CKPT_ALIGN;
+        ch->c[i - 1].wf *= CKPT_ALIGN; ch->c[i - 1].wb *= CKPT_ALIGN;
         ch->c[i - 1].f = (double)ch->fq[i] * ch->quantum;
         ch->c[i - 1].b = (double)ch->bq[i] * ch->quantum;
     }
@@ -1147,12 +1153,12 @@ static int check_design_example(void) {
     ckpt_op ops[2 * MAXN];
     int n_ops, bad = 0, j;
     sim_result s;
-    static const struct { uint64_t budget; long long time; } want[] = {{120, 12}, {80, 14}, {60, 15}, {50, 16},
-                                                                       {40, -1}};
+    static const struct { uint64_t budget; long long time; } want[] = {{120 * CKPT_ALIGN, 12}, {80 * CKPT_ALIGN, 14}, {60 * CKPT_ALIGN, 15}, {50 * CKPT_ALIGN, 16},
+                                                                       {40 * CKPT_ALIGN, -1}};
     uniform_chain(&ch, 4, 1, 2, 10, 20, "DESIGN example");
     store_all_ops(4, ops, &n_ops);
     sim(ch.c, 4, ops, n_ops, &s);
-    if (!s.ok || s.time != 12.0 || s.peak != 120) {
+    if (!s.ok || s.time != 12.0 || s.peak != 120 * CKPT_ALIGN) {
         fprintf(stderr, "FAIL: reference sim of the DESIGN example's store-all: %s time %g peak %llu (want 12, 120)\n",
                 s.ok ? "valid" : s.msg, s.time, (unsigned long long)s.peak);
         bad = 1;
@@ -1176,7 +1182,7 @@ static int check_design_example(void) {
         }
     }
     search(&ch, UINT64_MAX, 1, &sr);
-    if (!sr.feasible || sr.peak <= 40 || sr.peak > 50) {
+    if (!sr.feasible || sr.peak <= 40 * CKPT_ALIGN || sr.peak > 50 * CKPT_ALIGN) {
         fprintf(stderr, "FAIL: reference min budget of the DESIGN example is %llu (want in 41..50)\n",
                 (unsigned long long)sr.peak);
         bad = 1;
@@ -1210,7 +1216,7 @@ static int check_design_example(void) {
         /* X[1] (kept from F1) feeds F2 and B2; T[1] recomputed after B2. Peak: during F4 live =
            X1 X2 X3 T2 T3 = 70, +30 = 100. */
         sim(ch.c, 4, good, 9, &s);
-        if (!s.ok || s.time != 13.0 || s.peak != 100) {
+        if (!s.ok || s.time != 13.0 || s.peak != 100 * CKPT_ALIGN) {
             fprintf(stderr, "FAIL: reference sim of a hand-made schedule: %s time %g peak %llu (want 13, 100)\n",
                     s.ok ? "valid" : s.msg, s.time, (unsigned long long)s.peak);
             bad = 1;
@@ -1234,7 +1240,7 @@ static void check_no_checkpoint_examples(void) {
     }
     compare_library_sim(&ch, ops, 5, &s, "simulate(no-checkpoint stage 1)", 1);
     search(&ch, UINT64_MAX, 1, &sr);
-    if (!sr.feasible || sr.peak != 60) {   /* store-all: during F2 X1+T1+a2+t2 = 60 */
+    if (!sr.feasible || sr.peak != 60 * CKPT_ALIGN) {   /* store-all: during F2 X1+T1+a2+t2 = 60 units */
         fprintf(stderr, "FAIL: reference min budget with no-checkpoint stage 1: %llu (want 60)\n",
                 (unsigned long long)sr.peak);
         n_failures++;
@@ -1303,7 +1309,7 @@ static void check_references_by_enumeration(int n_chains_to_check) {
         uint64_t b, step;
         random_chain(&ch, n, 2000 + c);
         if (c % 4 == 3) ch.c[rnd_int(0, n - 1)].flags = CKPT_STAGE_NO_CHECKPOINT;
-        if (n == 3) ch.c[0].wf = ch.c[1].wb = ch.unit;   /* a little variety where it is costly */
+        if (n == 3) ch.c[0].wf = ch.c[1].wb = ch.unit;   /* unit: already x CKPT_ALIGN */   /* a little variety where it is costly */
         facts_of(&ch, &f);
         enum_chain = &ch;
         enum_nb = 0;
@@ -1375,7 +1381,7 @@ static void check_regressions(void) {
         double opt_time;
         n_chains++;
         facts_of(&ch, &facts);
-        check_optimal(&ch, 105, &facts, &best, &opt_time);
+        check_optimal(&ch, 105 * CKPT_ALIGN, &facts, &best, &opt_time);
     }
 }
 

@@ -126,7 +126,7 @@ static void replay(void) {
     cd.rng_hooks.state_bytes = sizeof user_gen; cd.rng_hooks.save = save_gen; cd.rng_hooks.restore = restore_gen;
     CHECK(ckpt_chain_create(&cd, &ch) == CKPT_OK, "chain_create");
     memset(&pd, 0, sizeof pd);
-    pd.policy = CKPT_POLICY_OPTIMAL; pd.budget = 16 * 6;   /* tight: forces recomputation */
+    pd.policy = CKPT_POLICY_OPTIMAL; pd.budget = CKPT_ALIGN * 6;   /* tight: forces recomputation (16-byte buffers count CKPT_ALIGN) */
     r = ckpt_chain_plan(ch, &pd, &info);
     CHECK(r == CKPT_OK && info.n_recomputed > 0, "plan: %s, %d recomputed", ckpt_result_string(r), info.n_recomputed);
     /* first forward draws consecutive ranges starting at rng_offset */

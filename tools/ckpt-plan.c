@@ -1,8 +1,8 @@
 /* ckpt-plan -- the ckpt.h planner as a command-line program.
 
    Reads a chain's stage costs from a CSV file, plans it for a byte budget with one of the
-   library's policies and prints the schedule, its predicted time and peak, and the smallest
-   budget that works. Use it to explore budgets before writing any code.
+   library's policies and prints the schedule, its predicted time and peak, the arena it needs
+   once every buffer is laid out (within the budget), and the smallest budget that works. Use it to explore budgets before writing any code.
 
        ckpt-plan [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]
                  [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]
@@ -695,6 +695,9 @@ static void print_json(FILE *o, const run_result *r) {
     fputs(",\n  \"peak\": ", o);
     if (r->feasible) fprintf(o, "%" PRIu64, in->peak);
     else fputs("null", o);
+    fputs(",\n  \"arena\": ", o);
+    if (r->feasible) fprintf(o, "%" PRIu64, in->arena);
+    else fputs("null", o);
     fprintf(o, ",\n  \"min_budget\": %" PRIu64, in->min_budget);
     fputs(",\n  \"store_all_time\": ", o);
     json_double(o, in->store_all_time);
@@ -816,6 +819,8 @@ static void print_text(FILE *o, const run_result *r) {
         else fprintf(o, "time           %s\n", t1);
         if (isfinite(pr)) fprintf(o, "peak           %s  (%.3fx store-all)\n", b1, pr);
         else fprintf(o, "peak           %s\n", b1);
+        fmt_bytes(in->arena, b1, sizeof b1);
+        fprintf(o, "arena          %s  (every buffer laid out)\n", b1);
     }
     fprintf(o, "store-all      time %s, peak %s\n", t2, b2);
     fmt_bytes(in->min_budget, b1, sizeof b1);
