@@ -27,8 +27,9 @@
    throttled to that many GB/s each way ("pinned MiB": the pool). --stream 1 streams the
    parameters on every line, the reference included.
 
-   Build: the CMake target mlp_cpu_bench (needs OpenBLAS), or from the repository root
-       cc -std=c11 -O2 -I. bench/mlp_cpu_bench.c -o mlp_cpu_bench -lopenblas -lm -lpthread
+   Build: the CMake target mlp_cpu_bench (OpenBLAS when found, else examples/blas.h's SGEMM), or
+   from the repository root
+       cc -std=c11 -O2 -DCKPT_EXAMPLE_OPENBLAS -I. bench/mlp_cpu_bench.c -o mlp_cpu_bench -lopenblas -lm -lpthread
    Run:
        ./mlp_cpu_bench [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]
                        [--fracs 1,0.8,...] [--policies optimal,every-k,...] [--bandwidth GB_PER_S]
@@ -37,7 +38,6 @@
 */
 #define MLP_CPU_NO_MAIN
 #include "../examples/mlp_cpu.c"
-#include <cblas.h>              /* included by the example already; CMake looks for it here */
 
 #define BENCH_MEM_LABEL "arena MiB"
 #define BENCH_MEM_CSV "arena_bytes"
@@ -121,8 +121,8 @@ int main(int argc, char **argv)
     session_train(&ss, &pd, &ref);
 
     const char *lead = csv ? "# " : "";
-    printf("%sCPU backend, OpenBLAS on 1 thread; %d blocks of width %d (hidden %d), %d rows, dropout %.2f, "
-           "1+%d steps (warm-up+timed, median)\n", lead, cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.steps - 1);
+    printf("%sCPU backend, BLAS %s on 1 thread; %d blocks of width %d (hidden %d), %d rows, dropout %.2f, "
+           "1+%d steps (warm-up+timed, median)\n", lead, EXAMPLE_BLAS, cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.steps - 1);
     printf("%sone block: fwd %.3f ms, bwd %.3f ms; store-all: planned peak %llu bytes (%.2f MiB), predicted "
            "%.3f ms, measured %.3f ms per step\n", lead, ss.fwd_ms, ss.bwd_ms, (unsigned long long)ref.info.peak,
            mib(ref.info.peak), ref.info.time, ref.ms_per_step);

@@ -9,8 +9,10 @@
    for each, the planned and measured memory, the step time, and whether the last step's
    gradients are bit-identical to storing every activation (exit status 1 if any are not).
 
-   Build (from the repository root; needs OpenBLAS):
-       cc -std=c11 -O2 examples/mlp_cpu.c -o mlp_cpu -lopenblas -lm
+   Build (from the repository root): with OpenBLAS
+       cc -std=c11 -O2 -DCKPT_EXAMPLE_OPENBLAS examples/mlp_cpu.c -o mlp_cpu -lopenblas -lm
+   or without it (the built-in SGEMM of examples/blas.h, several times slower)
+       cc -std=c11 -O2 examples/mlp_cpu.c -o mlp_cpu -lm
    Run:
        ./mlp_cpu [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]
                  [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream 1]
@@ -28,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <cblas.h>
+#include "blas.h"
 
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -451,7 +453,7 @@ static void session_open(Session *ss, const Config *cfg)
 {
     memset(ss, 0, sizeof *ss);
     ss->cfg = *cfg;
-    openblas_set_num_threads(1);
+    example_set_threads(1);
     Model *m = &ss->model;
     model_create(m, cfg->C, cfg->L, cfg->N, cfg->p_drop);
     model_create(&ss->teacher, cfg->C, cfg->L, cfg->N, 0.0f);
@@ -590,6 +592,7 @@ int main(int argc, char **argv)
             budget = (uint64_t)(cfg.budget_frac * (double)runs[0].info.peak) + 1;
     }
 
+    printf("BLAS: %s\n", EXAMPLE_BLAS);
     printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d steps; one block: "
            "fwd %.3f ms, bwd %.3f ms\n", cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.steps,
            ss.fwd_ms, ss.bwd_ms);
