@@ -3654,7 +3654,9 @@ static ckpt_result _ckpt_run_forward_op(ckpt_chain *ch, const ckpt_op *op, const
     int i = op->stage - 1, ri = lane * ch->n + i;
     const ckpt_stage_desc *st = &ch->stages[i];
     size_t hb = ch->hooks.state_bytes;
-    unsigned char *own = ch->hook_state + (size_t)ri * hb, *cur = ch->hook_state + (size_t)ch->n * ch->lanes * hb;
+    /* Without RNG hooks hook_state is NULL, and even a zero offset to it is undefined. */
+    unsigned char *own = hb ? ch->hook_state + (size_t)ri * hb : NULL;
+    unsigned char *cur = hb ? ch->hook_state + (size_t)ch->n * ch->lanes * hb : NULL;
     ckpt_ctx ctx;
     ckpt_fwd_args a;
     ckpt_result r;

@@ -31,7 +31,8 @@
    throttled to that many GB/s each way ("pinned MiB": the pool). --stream 1 streams the
    parameters on every line, the reference included.
 
-   Build: the CMake target mlp_cpu_bench, or from the repository root (Debian's OpenBLAS)
+   Build: the CMake target mlp_cpu_bench (OpenBLAS when found, else examples/blas.h's SGEMM;
+   OpenMP when found), or from the repository root (Debian's OpenBLAS)
        cc -std=c11 -O2 -fopenmp -DCKPT_EXAMPLE_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread \
            -I. bench/mlp_cpu_bench.c -o mlp_cpu_bench -lopenblas -lm -lpthread
    Run:
@@ -42,7 +43,6 @@
 */
 #define MLP_CPU_NO_MAIN
 #include "../examples/mlp_cpu.c"
-#include "../examples/blas.h"   /* included by the example already */
 
 #define BENCH_MEM_LABEL "arena MiB"
 #define BENCH_MEM_CSV "arena_bytes"

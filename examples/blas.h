@@ -33,7 +33,7 @@
 #define EXAMPLE_BLAS "OpenBLAS"
 #else
 #include <stddef.h>
-#define EXAMPLE_BLAS "built-in blocked SGEMM (OpenBLAS not found: several times slower)"
+#define EXAMPLE_BLAS "built-in blocked SGEMM (no OpenBLAS: several times slower)"
 
 enum CBLAS_ORDER { CblasRowMajor = 101, CblasColMajor = 102 };
 enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112 };

@@ -739,6 +739,7 @@ int main(int argc, char **argv)
             budget = (uint64_t)(cfg.budget_frac * (double)runs[0].info.peak) + 1;
     }
 
+    printf("BLAS: %s\n", EXAMPLE_BLAS);
     printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d steps; one block: "
            "fwd %.3f ms, bwd %.3f ms\n", cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.steps,
            ss.fwd_ms, ss.bwd_ms);
