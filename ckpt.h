@@ -633,12 +633,15 @@ typedef enum ckpt_policy {
     CKPT_POLICY_GREEDY = 4,     /* drop the boundary with most bytes saved per second of recompute */
     CKPT_POLICY_OFFLOAD = 5,    /* per boundary: keep, offload to pinned host memory, or recompute
                                    (needs ckpt_plan_desc.bandwidth; see OFFLOAD in the manual) */
-    CKPT_POLICY_COUNT_ = 6
+    CKPT_POLICY_COUNT_ = 6,     /* the number of policies above (for loops over them) */
+    CKPT_POLICY_CUSTOM = 100    /* not a policy to plan with: info.policy of a schedule given to
+                                   ckpt_chain_set_schedule */
 } ckpt_policy;
 
-/* "optimal", "store-all", "every-k", "sqrt", "greedy", "offload"; NULL for an unknown value. */
+/* "optimal", "store-all", "every-k", "sqrt", "greedy", "offload", and "custom" for
+   CKPT_POLICY_CUSTOM; NULL for an unknown value. */
 CKPT_API const char *ckpt_policy_name(ckpt_policy p);
-/* Parses those names; CKPT_ERR_BAD_POLICY for anything else. */
+/* Parses the names of the six planning policies; CKPT_ERR_BAD_POLICY for anything else ("custom" too). */
 CKPT_API ckpt_result ckpt_policy_parse(const char *name, ckpt_policy *out);
 
 /* One stage's costs, as the planner sees them. */
@@ -693,7 +696,7 @@ typedef enum ckpt_guarantee {
 } ckpt_guarantee;
 
 typedef struct ckpt_plan_info {
-    ckpt_policy policy;     /* CKPT_POLICY_COUNT_ for a schedule given to ckpt_chain_set_schedule */
+    ckpt_policy policy;     /* CKPT_POLICY_CUSTOM for a schedule given to ckpt_chain_set_schedule */
     uint64_t budget;        /* the budget planned for; for "no limit", the larger of store-all's
                                peak and this plan's (0 only when every size is 0) */
     double time;            /* predicted time of one step: the sum of f and b of the ops, or with
@@ -969,21 +972,24 @@ CKPT_API void ckpt_log_stderr(const char *tag, ckpt_log_level level, ckpt_result
             ckpt_result_string(item), message ? message : "");
 }
 #if defined(__GNUC__) || defined(__clang__)
-__attribute__((format(printf, 5, 6)))
+__attribute__((format(printf, 6, 7)))
 #endif
-static ckpt_result _ckpt_report(const ckpt_logger *lg, ckpt_result item, const char *file, int line,
-                                const char *fmt, ...) {
+static ckpt_result _ckpt_report(const ckpt_logger *lg, ckpt_log_level level, ckpt_result item, const char *file,
+                                int line, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     if (!lg || !lg->fn) return item;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    lg->fn("ckpt", item == CKPT_OK ? CKPT_LOG_INFO : CKPT_LOG_ERROR, item, msg, file, line, lg->user);
+    if (level == CKPT_LOG_ERROR && item == CKPT_OK) level = CKPT_LOG_INFO;     /* nothing failed */
+    lg->fn("ckpt", level, item, msg, file, line, lg->user);
     return item;
 }
 /* Logs and evaluates to the result, so "return _CKPT_ERR(lg, CODE, ...)" reports and fails. */
-#define _CKPT_ERR(lg, code, ...) _ckpt_report((lg), (code), __FILE__, __LINE__, __VA_ARGS__)
+#define _CKPT_ERR(lg, code, ...) _ckpt_report((lg), CKPT_LOG_ERROR, (code), __FILE__, __LINE__, __VA_ARGS__)
+/* A plan that succeeded with less than the caller may expect (item CKPT_OK). */
+#define _CKPT_WARN(lg, ...) _ckpt_report((lg), CKPT_LOG_WARN, CKPT_OK, __FILE__, __LINE__, __VA_ARGS__)
 
 /* >>rng (implementation): the host side of the functions declared inline above */
 CKPT_API void ckpt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
@@ -1131,6 +1137,7 @@ CKPT_API void *ckpt_layout_ptr(const void *base, const ckpt_layout_entry *entrie
 static const char *const _ckpt_policy_names[CKPT_POLICY_COUNT_] = {
     "optimal", "store-all", "every-k", "sqrt", "greedy", "offload"};
 CKPT_API const char *ckpt_policy_name(ckpt_policy p) {
+    if (p == CKPT_POLICY_CUSTOM) return "custom";
     return ((int)p >= 0 && (int)p < CKPT_POLICY_COUNT_) ? _ckpt_policy_names[p] : NULL;
 }
 CKPT_API ckpt_result ckpt_policy_parse(const char *name, ckpt_policy *out) {
@@ -1234,7 +1241,6 @@ typedef struct _ckpt_analysis {
     uint64_t peak, host_peak;
     uint64_t host_peak_aligned; /* host_peak with every buffer rounded up to CKPT_ALIGN */
     int fn_op;              /* index of F(n) */
-    int max_live_bufs;      /* most buffers live during one op */
     int n_offloads;         /* O ops */
 } _ckpt_analysis;
 
@@ -1256,24 +1262,20 @@ static uint64_t _ckpt_align_up(uint64_t v) { return (v + CKPT_ALIGN - 1) / CKPT_
 
 /* Peak of the live bytes over ops 0..n_ops-1 of buffers with [start, end] lifetimes; with
    `aligned`, every buffer rounded up to CKPT_ALIGN (what a layout needs at least). */
-static uint64_t _ckpt_peak_of(const _ckpt_buf *b, int nb, int n_ops, int aligned, int64_t *delta, int *count,
-                              int *max_live) {
+static uint64_t _ckpt_peak_of(const _ckpt_buf *b, int nb, int n_ops, int aligned, int64_t *delta) {
     int64_t live = 0;
     uint64_t peak = 0;
-    int k, i, nlive = 0;
+    int k, i;
     memset(delta, 0, ((size_t)n_ops + 2) * sizeof *delta);
-    if (count) memset(count, 0, ((size_t)n_ops + 2) * sizeof *count);
     for (i = 0; i < nb; i++) {
         int64_t bytes = (int64_t)(aligned ? _ckpt_align_up(b[i].bytes) : b[i].bytes);
         if (bytes == 0) continue;
         delta[b[i].start] += bytes;
         delta[b[i].end + 1] -= bytes;
-        if (count) { count[b[i].start]++; count[b[i].end + 1]--; }
     }
     for (k = 0; k < n_ops; k++) {
         live += delta[k];
         if ((uint64_t)live > peak) peak = (uint64_t)live;
-        if (count) { nlive += count[k]; if (nlive > *max_live) *max_live = nlive; }
     }
     return peak;
 }
@@ -1377,7 +1379,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
                                  const ckpt_allocator *al, int want_bufs, _ckpt_analysis *an, int *bad, const char **why) {
     _ckpt_an_work w;
     int64_t *delta = NULL;
-    int *count = NULL, *pending = NULL;
+    int *pending = NULL;
     double *copy_end = NULL;
     size_t nb_cap = (size_t)n_ops * 3 + 1;
     int k, next_b = 0, fn_done = 0;
@@ -1401,11 +1403,10 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     an->instr = (_ckpt_instr *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(_ckpt_instr));
     an->o_next = (int *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(int));
     delta = (int64_t *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int64_t));
-    count = (int *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int));
     pending = (int *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(int));
     copy_end = (double *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(double));
     if (!w.cur_x || !w.cur_t || !w.cur_g || !w.cur_hx || !w.cur_ht || !w.used || !w.o_op || !w.p_op || !w.w_op || !w.last_read || !an->bufs ||
-        !an->hbufs || !an->instr || !an->o_next || !delta || !count || !pending || !copy_end) {
+        !an->hbufs || !an->instr || !an->o_next || !delta || !pending || !copy_end) {
         res = CKPT_ERR_OUT_OF_HOST_MEMORY;
         goto done;
     }
@@ -1525,22 +1526,22 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
             }
     }
     _ckpt_an_timeline(c, ops, n_ops, link, an, &w, copy_end, pending);
-    an->peak = _ckpt_peak_of(an->bufs, an->n_bufs, n_ops, 0, delta, count, &an->max_live_bufs);
-    an->host_peak = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, 0, delta, NULL, NULL);
+    an->peak = _ckpt_peak_of(an->bufs, an->n_bufs, n_ops, 0, delta);
+    an->host_peak = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, 0, delta);
     /* the pool is laid out in CKPT_ALIGN steps: the planner keeps that bound within the budget */
-    an->host_peak_aligned = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, 1, delta, NULL, NULL);
+    an->host_peak_aligned = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, 1, delta);
 done:
     _ckpt_free(al, w.cur_x); _ckpt_free(al, w.cur_t); _ckpt_free(al, w.cur_g);
     _ckpt_free(al, w.cur_hx); _ckpt_free(al, w.cur_ht);
     _ckpt_free(al, w.used); _ckpt_free(al, w.o_op); _ckpt_free(al, w.p_op); _ckpt_free(al, w.w_op); _ckpt_free(al, w.last_read);
-    _ckpt_free(al, delta); _ckpt_free(al, count); _ckpt_free(al, pending); _ckpt_free(al, copy_end);
+    _ckpt_free(al, delta); _ckpt_free(al, pending); _ckpt_free(al, copy_end);
     if (res != CKPT_OK || !want_bufs) {
         double t = an->time, ct = an->compute_time;
         uint64_t p = an->peak, hp = an->host_peak, hpa = an->host_peak_aligned;
-        int f = an->fn_op, m = an->max_live_bufs, no = an->n_offloads;
+        int f = an->fn_op, no = an->n_offloads;
         _ckpt_analysis_free(al, an);
         an->time = t; an->compute_time = ct; an->peak = p; an->host_peak = hp; an->host_peak_aligned = hpa;
-        an->fn_op = f; an->max_live_bufs = m; an->n_offloads = no;
+        an->fn_op = f; an->n_offloads = no;
     }
     return res;
 }
@@ -2536,7 +2537,7 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     return r == CKPT_ERR_INFEASIBLE ? CKPT_ERR_TOO_COMPLEX : r;
 }
 
-/* >>planner: public entry points ---------------------------------------------------------------- */
+/* >>planner: policies dispatched (the plan object, the helpers optimal and every-k share) ------- */
 struct ckpt_plan {
     ckpt_allocator al;
     ckpt_plan_info info;
@@ -3021,6 +3022,8 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
     return r;
 }
 
+/* >>planner: public entry points (ckpt_plan_create and the plan's getters) ---------------------- */
+
 /* Plans and fills a new ckpt_plan for lanes microbatch lanes (the host budget is shared by
    their pools); on CKPT_ERR_INFEASIBLE, *info still has the figures. */
 static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *lg, const ckpt_cost *user_costs, int n,
@@ -3078,6 +3081,10 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
                   "limits; a larger budget plans faster", (unsigned long long)info->budget,
                   (unsigned long long)info->min_budget);
     if (r != CKPT_OK) goto fail;
+    if (info->guarantee == CKPT_GUARANTEE_PERSISTENT && !(desc && desc->max_units) && !_ckpt_unit_exact(c, n, info->unit))
+        _CKPT_WARN(lg, "policy %s: the exact program outgrew its memory or work limits, so sizes were rounded up to "
+                   "units of %llu bytes; the plan is optimal only in that unit (no slower than greedy and every-k)",
+                   ckpt_policy_name(policy), (unsigned long long)info->unit);
     CKPT_ASSERT(info->peak <= info->budget && info->arena <= info->budget);
     if (!(desc && desc->budget)) info->budget = info->peak > info->store_all_peak ? info->peak : info->store_all_peak;
     if (info->fit_budget > info->budget) info->fit_budget = info->budget;
@@ -3188,7 +3195,7 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
     if (!order || !offs || !iv || !live) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
     for (i = 0; i < n_bufs; i++)
         if (bufs[i].bytes) order[nb++].idx = i;
-    bound = _ckpt_peak_of(bufs, n_bufs, n_ops, 1, live, NULL, NULL);
+    bound = _ckpt_peak_of(bufs, n_bufs, n_ops, 1, live);
     for (pass = 0; best > bound && pass < 256 && (pass < 3 || work < 4e7); pass++) {
         uint64_t ext;
         for (i = 0; i < nb; i++) {
@@ -3215,7 +3222,7 @@ done:
     return r;
 }
 
-/* >>chain --------------------------------------------------------------------------------------- */
+/* >>chain (implementation): its state, and installing a plan ----------------------------------- */
 enum { _CKPT_IDLE = 0, _CKPT_FORWARD_DONE = 1 };
 
 struct ckpt_chain {
@@ -3378,6 +3385,7 @@ static ckpt_result _ckpt_stream_setup(ckpt_chain *ch) {
     return CKPT_OK;
 }
 
+/* >>lifecycle: ckpt_chain_create, _destroy, _plan, _set_schedule, _get_stats ------------------- */
 CKPT_API void ckpt_chain_destroy(ckpt_chain *ch) {
     ckpt_allocator al;
     int i;
@@ -3591,7 +3599,7 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
     }
     plan->al = ch->al;
     memcpy(plan->ops, ops, (size_t)n_ops * sizeof(ckpt_op));
-    plan->info.policy = CKPT_POLICY_COUNT_;
+    plan->info.policy = CKPT_POLICY_CUSTOM;
     plan->info.time = t; plan->info.peak = p; plan->info.budget = p; plan->info.min_budget = p;
     plan->info.compute_time = t;
     plan->info.n_ops = n_ops; plan->info.unit = 1;
@@ -3972,6 +3980,8 @@ static ckpt_result _ckpt_grad_drain_all(ckpt_chain *ch) {
     return r == CKPT_OK ? _ckpt_grad_drain(ch, ch->next_g ^ 1) : r;
 }
 
+/* >>step: ckpt_forward, ckpt_backward, their microbatch forms, ckpt_chain_reset_step ------------ */
+
 /* No step in progress: the chain holds no inputs. */
 static void _ckpt_step_clear(ckpt_chain *ch) {
     int m;
@@ -4052,6 +4062,13 @@ CKPT_API ckpt_result ckpt_backward(ckpt_chain *ch, const void *grad_output, void
     return ckpt_backward_microbatches(ch, &grad_output, &grad_input);
 }
 
+CKPT_API void ckpt_chain_reset_step(ckpt_chain *ch) {
+    if (ch && ch->state == _CKPT_FORWARD_DONE) {
+        _ckpt_sync_copies(ch);      /* the forward's copies must not land in the next step's buffers */
+        _ckpt_step_clear(ch);
+    }
+}
+
 /* >>eval: ckpt_forward_eval. F(1..n) in lane 0 of the arena, no tapes kept: X[i] at the bottom
    of the lane for odd i and at the top for even i, the scratch tape and the workspace between.
    The lane holds the aligned X[i-1], X[i], T[i] and workspace of every F(i) at once (they are live
@@ -4130,13 +4147,6 @@ CKPT_API ckpt_result ckpt_forward_eval(ckpt_chain *ch, const void *input, const 
     if (r != CKPT_OK) { _ckpt_sync_copies(ch); return r; }
     if (output) *output = in;
     return CKPT_OK;
-}
-
-CKPT_API void ckpt_chain_reset_step(ckpt_chain *ch) {
-    if (ch && ch->state == _CKPT_FORWARD_DONE) {
-        _ckpt_sync_copies(ch);      /* the forward's copies must not land in the next step's buffers */
-        _ckpt_step_clear(ch);
-    }
 }
 
 /* >>end of the implementation */
