@@ -1,7 +1,7 @@
 /* test_planner_bruteforce.c -- checks the planner against an independent brute force.
 
-   Everything the library is checked against here is written from the cost model in DESIGN.md
-   ("Cost model (normative)"), not from ckpt.h's planner:
+   Everything the library is checked against here is written from the cost model in the manual at
+   the top of ckpt.h (COST MODEL), not from ckpt.h's planner:
 
    1. sim(): a simulator of the cost model. It replays a schedule, rejects every rule violation
       and returns its time and peak. Liveness follows "any buffer is freed right after its last
@@ -16,7 +16,7 @@
       time, tie-broken peak, min_budget) and every plan must replay in sim() with the time and
       peak it reports. ckpt_schedule_simulate must agree with sim() on every schedule checked,
       and on random walks through the schedule space and mutations of them.
-   The two references are checked against each other too: the DESIGN example's figures, a few
+   The two references are checked against each other too: the four-stage example's figures, a few
    hand-made schedules, and on tiny chains an enumeration of every op sequence (using sim()
    alone) that must find exactly what search() finds.
 
@@ -122,7 +122,7 @@ static int time_eq(double x, double y) {
 }
 
 /* ==========================================================================================
-   1. The simulator, written from DESIGN.md.
+   1. The simulator, written from the manual's COST MODEL.
 
    Buffers: X[1..n-1] (a_i), T[1..n] (t_i), G[1..n-1] (a_i); X[n] lives during F(n) only; X[0],
    G[0], G[n] are the caller's. Each write of a buffer starts a version that lives from that op
@@ -1190,7 +1190,8 @@ static void check_chain(const chain *ch, int n_random_budgets, int frontier_step
 }
 
 /* ------------------------------------------------------------------------------------------
-   The DESIGN example, checked with the references alone (and then with the library). */
+   The four-stage example (tools/examples/four.csv, in its own units), checked with the references
+   alone (and then with the library). */
 static int check_design_example(void) {
     chain ch;
     static search_result sr;
@@ -1199,18 +1200,18 @@ static int check_design_example(void) {
     sim_result s;
     static const struct { uint64_t budget; long long time; } want[] = {{120 * CKPT_ALIGN, 12}, {80 * CKPT_ALIGN, 14}, {60 * CKPT_ALIGN, 15}, {50 * CKPT_ALIGN, 16},
                                                                        {40 * CKPT_ALIGN, -1}};
-    uniform_chain(&ch, 4, 1, 2, 10, 20, "DESIGN example");
+    uniform_chain(&ch, 4, 1, 2, 10, 20, "four-stage example");
     store_all_ops(4, ops, &n_ops);
     sim(ch.c, 4, ops, n_ops, &s);
     if (!s.ok || s.time != 12.0 || s.peak != 120 * CKPT_ALIGN) {
-        fprintf(stderr, "FAIL: reference sim of the DESIGN example's store-all: %s time %g peak %llu (want 12, 120)\n",
+        fprintf(stderr, "FAIL: reference sim of the four-stage example's store-all: %s time %g peak %llu (want 12, 120)\n",
                 s.ok ? "valid" : s.msg, s.time, (unsigned long long)s.peak);
         bad = 1;
     }
     for (j = 0; j < (int)(sizeof want / sizeof want[0]); j++) {
         search(&ch, want[j].budget, 0, &sr);
         if ((want[j].time < 0) != !sr.feasible || (sr.feasible && sr.time != want[j].time)) {
-            fprintf(stderr, "FAIL: reference search on the DESIGN example, budget %llu: %s time %lld (want %lld)\n",
+            fprintf(stderr, "FAIL: reference search on the four-stage example, budget %llu: %s time %lld (want %lld)\n",
                     (unsigned long long)want[j].budget, sr.feasible ? "feasible" : "infeasible", sr.time,
                     want[j].time);
             bad = 1;
@@ -1227,7 +1228,7 @@ static int check_design_example(void) {
     }
     search(&ch, UINT64_MAX, 1, &sr);
     if (!sr.feasible || sr.peak <= 40 * CKPT_ALIGN || sr.peak > 50 * CKPT_ALIGN) {
-        fprintf(stderr, "FAIL: reference min budget of the DESIGN example is %llu (want in 41..50)\n",
+        fprintf(stderr, "FAIL: reference min budget of the four-stage example is %llu (want in 41..50)\n",
                 (unsigned long long)sr.peak);
         bad = 1;
     }
@@ -1290,8 +1291,8 @@ static void check_no_checkpoint_examples(void) {
         n_failures++;
     }
     check_chain(&ch, 3, 4, 1, 0);
-    /* no-checkpoint on stage 3 of the DESIGN example */
-    uniform_chain(&ch, 4, 1, 2, 10, 20, "DESIGN example, stage 3 no-checkpoint");
+    /* no-checkpoint on stage 3 of the four-stage example */
+    uniform_chain(&ch, 4, 1, 2, 10, 20, "four-stage example, stage 3 no-checkpoint");
     ch.c[2].flags = CKPT_STAGE_NO_CHECKPOINT;
     check_chain(&ch, 4, 8, 1, 0);
 }
@@ -1438,7 +1439,7 @@ int main(void) {
 
     if (check_design_example()) n_failures++;
     check_references_by_enumeration(12);
-    uniform_chain(&ch, 4, 1, 2, 10, 20, "DESIGN example");
+    uniform_chain(&ch, 4, 1, 2, 10, 20, "four-stage example");
     check_chain(&ch, 4, 8, 1, 0);
     check_no_checkpoint_examples();
     check_regressions();
