@@ -47,9 +47,17 @@ static void replay_ok(const ckpt_cost *c, int n, const ckpt_plan *pl, uint64_t b
           "replay: %s time %g peak %llu budget %llu", ckpt_result_string(r), t, (unsigned long long)p, (unsigned long long)budget);
 }
 
+/* Unoptimised (the Debug sanitizer builds): a quarter of the chains, to keep CI's time; the
+   optimised build runs them all. */
+#ifdef __OPTIMIZE__
+#define LONG_CHAINS 40
+#else
+#define LONG_CHAINS 10
+#endif
+
 static void long_chains(void) {
     int ci, plans = 0;
-    for (ci = 0; ci < 40; ci++) {
+    for (ci = 0; ci < LONG_CHAINS; ci++) {
         int n = 11 + (int)(rnd() % 40), bi;
         uint64_t unit = 256u << (rnd() % 4);   /* the model counts sizes in CKPT_ALIGN steps */
         ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c);
