@@ -200,13 +200,14 @@ int main(void) {
     }
     printf("measured best step %.2f ms, predicted %.2f ms (%+.1f%%); in the best step %d of %d copies overlapped compute\n",
            best, info.time, 100.0 * (best - info.time) / info.time, most_overlaps, n_copy);
+    CHECK(copies_ok, "a step issued other than %d copies", 2 * info.n_offloaded);
+    /* Step times are printed, not checked: speed is measured by bench/offload_cpu_bench.c. */
 #if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__)
-    printf("(timing not checked in this build: sanitizers or no optimisation slow the callbacks' own work)\n");
+    printf("(overlap not checked in this build: sanitizers or no optimisation slow the callbacks' own work; under "
+           "clang's ASan 5 of 12 copies overlapped on an idle machine)\n");
 #else
-    CHECK(best <= info.time * 1.10 && best >= info.time * 0.90, "step %.2f ms vs predicted makespan %.2f ms: more than 10%% apart",
-          best, info.time);
+    CHECK(most_overlaps * 2 >= n_copy, "at most %d of %d copies overlapped compute", most_overlaps, n_copy);
 #endif
-    CHECK(copies_ok && most_overlaps * 2 >= n_copy, "at most %d of %d copies overlapped compute", most_overlaps, n_copy);
     ckpt_chain_get_stats(ch, &cs);
     ckpt_cpu_get_stats(&be, &bs);
     CHECK(cs.pool_bytes > 0 && cs.pool_bytes <= pd.host_budget && bs.pinned_peak_bytes <= pd.host_budget,
@@ -295,10 +296,6 @@ int main(void) {
             printf("at 1.05x optimal's smallest budget (%llu): %d W ops, peak %llu, predicted %.2f ms (optimal %.2f, "
                    "compute %.2f), measured best %.2f ms\n", (unsigned long long)oi.min_budget, n_w,
                    (unsigned long long)wi.peak, wi.time, oi.time, wi.compute_time, best);
-#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__)
-            CHECK(best <= wi.time * 1.10 && best >= wi.time * 0.90, "W plan: step %.2f ms vs predicted %.2f ms", best,
-                  wi.time);
-#endif
             ckpt_chain_get_stats(ch, &cs);
             CHECK(cs.arena_high_water > 0 && cs.arena_high_water <= cs.arena_bytes && cs.arena_bytes == wi.arena &&
                   wi.arena <= wi.budget, "W plan: high water %llu, arena %llu (planned %llu), budget %llu",
