@@ -1188,16 +1188,17 @@ static ckpt_result _ckpt_check_costs(const ckpt_cost *c, int n, const ckpt_logge
     return CKPT_OK;
 }
 
+static uint64_t _ckpt_align_up(uint64_t v) { return (v + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN; }
 /* The costs the cost model works with (see COST MODEL): every size rounded up to CKPT_ALIGN and,
    when every stage time is 0, each stage timed 1 (forward) and 2 (backward). Costs checked. */
 static void _ckpt_costs_model(const ckpt_cost *c, int n, ckpt_cost *out) {
     int i, all_zero = 1;
     for (i = 0; i < n; i++) {
         out[i] = c[i];
-        out[i].a = (c[i].a + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
-        out[i].t = (c[i].t + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
-        out[i].wf = (c[i].wf + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
-        out[i].wb = (c[i].wb + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
+        out[i].a = _ckpt_align_up(c[i].a);
+        out[i].t = _ckpt_align_up(c[i].t);
+        out[i].wf = _ckpt_align_up(c[i].wf);
+        out[i].wb = _ckpt_align_up(c[i].wb);
         if (c[i].f != 0 || c[i].b != 0) all_zero = 0;
     }
     if (all_zero)   /* no times given: assume the usual backward = 2 x forward */
@@ -1258,7 +1259,6 @@ static int _ckpt_new_buf(_ckpt_analysis *an, uint64_t bytes, int k) {
     return an->n_bufs++;
 }
 
-static uint64_t _ckpt_align_up(uint64_t v) { return (v + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN; }
 
 /* Peak of the live bytes over ops 0..n_ops-1 of buffers with [start, end] lifetimes; with
    `aligned`, every buffer rounded up to CKPT_ALIGN (what a layout needs at least). */
