@@ -82,6 +82,14 @@
    ckpt_chain_destroy. Every buffer in it has an offset fixed at plan time, so a training step
    allocates nothing. The caller owns X[0] (the input), G[0] (the input gradient) and G[n] (the
    output gradient); the library owns everything else.
+   Replacing a plan plans first, so a planning error changes nothing; then it frees the old arena
+   (and pinned pool) before allocating the new one, so the two are never held together. If that
+   allocation fails, the chain has no plan (ckpt_forward returns CKPT_ERR_NO_PLAN) until a plan
+   succeeds. ckpt_plan_desc.keep_old_on_failure = 1 allocates the new arena first instead and
+   keeps the old plan when that fails, at the cost of both arenas at once.
+   ckpt_chain_plan_dry plans like ckpt_chain_plan and returns the same info, allocating no arena
+   and installing nothing: to size a budget (info.store_all_peak / 3 for a third of store-all's
+   peak, info.arena) before any arena exists.
 
    ERRORS AND LOGGING
    ------------------
@@ -196,11 +204,13 @@
    the contract of each). alloc and free are required; everything else is optional and the
    library works without it (copies fall back to synchronous behaviour, the stream is NULL).
    backends/ckpt_cpu.h is the reference: read it first. What the core calls, and when:
-     alloc           once per successful ckpt_chain_plan / ckpt_chain_set_schedule, for the arena
-                     (its size is ckpt_chain_stats.arena_bytes); a failure keeps the old plan.
+     alloc           once per ckpt_chain_plan / ckpt_chain_set_schedule that planned, for the arena
+                     (its size is ckpt_chain_stats.arena_bytes), after the old arena is freed
+                     (see MEMORY). Never in ckpt_chain_plan_dry.
                      Also at ckpt_chain_create when a stage streams its parameters: two parameter
                      slots and, with host_grads, two gradient slots (ckpt_chain_stats.slot_bytes).
-     free            on that arena when a new plan replaces it and in ckpt_chain_destroy.
+     free            on that arena when a new plan replaces it (before the new arena is
+                     allocated, or after with keep_old_on_failure) and in ckpt_chain_destroy.
      compute_stream  before every callback; the result goes to ckpt_ctx.stream.
      synchronize     (stream NULL) at the end of every ckpt_backward, so that gradients are
                      complete when it returns; an error there fails the step.
@@ -208,7 +218,8 @@
                      (forward of stage 3 keeping its tape), "F3 attn" (tape not kept), "B3 attn",
                      "O X3" or "P T3" (offload or prefetch of boundary 3 or tape 3).
      alloc_pinned, free_pinned
-                     once per plan that offloads, for the pinned pool (ckpt_chain_stats.pool_bytes),
+                     once per plan that offloads, for the pinned pool (ckpt_chain_stats.pool_bytes,
+                     freed and allocated with the arena),
                      and at ckpt_chain_create for the gradient staging of parameter streaming.
      copy_async      for every O and P op, every parameter load and gradient copy; on
                      copy_stream(kind) when the backend has copy streams and events, else on the
@@ -674,6 +685,10 @@ typedef struct ckpt_plan_desc {
     double bandwidth;
     double bandwidth_h2d;
     uint64_t host_budget;
+    int keep_old_on_failure;    /* ckpt_chain_plan: 0 (default) frees the old arena and pool before
+                                   allocating the new ones, and a failed allocation leaves the chain
+                                   with no plan; 1 allocates first, holding both at once, and keeps
+                                   the old plan on failure */
 } ckpt_plan_desc;
 
 /* F and B compute; O and P copy a buffer to the pinned host pool and back, W waits for an O's
@@ -830,14 +845,22 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
 CKPT_API void ckpt_chain_destroy(ckpt_chain *chain);
 
 /* Plans the chain for desc (NULL: optimal, no budget), lays out every buffer and allocates the
-   arena through the backend (replacing any previous plan and arena). info may be NULL. On
-   failure the previous plan stays in place; on CKPT_ERR_INFEASIBLE, info (if non-NULL) still
-   gets min_budget and the store-all figures. The plan is the one ckpt_plan_create makes for the
-   chain's costs (all-zero times taken as 1 and 2, see COST MODEL), for the chain's lanes: the
-   budget is per lane, host_budget for all lanes. Errors go to desc->logger when set, else to the
-   chain's. */
+   arena through the backend, replacing any previous plan and arena. info may be NULL. A planning
+   error (CKPT_ERR_INFEASIBLE, a bad desc, ...) leaves the previous plan in place; on
+   CKPT_ERR_INFEASIBLE, info (if non-NULL) still gets min_budget and the store-all figures. The
+   old arena and pool are freed before the new ones are allocated, so a failed allocation leaves
+   the chain with no plan (CKPT_ERR_NO_PLAN until a plan succeeds), unless
+   desc->keep_old_on_failure. The plan is the one ckpt_plan_create makes for the chain's costs
+   (all-zero times taken as 1 and 2, see COST MODEL), for the chain's lanes: the budget is per
+   lane, host_budget for all lanes. Errors go to desc->logger when set, else to the chain's. */
 CKPT_API ckpt_result ckpt_chain_plan(ckpt_chain *chain, const ckpt_plan_desc *desc, ckpt_plan_info *info);
-/* Like ckpt_chain_plan, with a schedule of your own (validated by the cost model). */
+/* What ckpt_chain_plan(chain, desc, info) would return and write to info, allocating nothing
+   through the backend and leaving the chain as it is: store_all_peak and store_all_time come
+   without allocating store-all. The same errors (CKPT_ERR_OUT_OF_ORDER while a forward is
+   pending), except those of the backend's allocations. */
+CKPT_API ckpt_result ckpt_chain_plan_dry(const ckpt_chain *chain, const ckpt_plan_desc *desc, ckpt_plan_info *info);
+/* Like ckpt_chain_plan, with a schedule of your own (validated by the cost model). It always
+   frees the old arena first: a failed allocation leaves no plan. */
 CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *chain, const ckpt_op *ops, int n_ops,
                                              ckpt_plan_info *info);
 
@@ -897,7 +920,7 @@ typedef struct ckpt_chain_stats {
 } ckpt_chain_stats;
 
 CKPT_API ckpt_result ckpt_chain_get_stats(const ckpt_chain *chain, ckpt_chain_stats *out);
-/* The plan in use (NULL before ckpt_chain_plan). */
+/* The plan in use (NULL before ckpt_chain_plan, and after one whose allocation failed). */
 CKPT_API const ckpt_plan *ckpt_chain_get_plan(const ckpt_chain *chain);
 
 #ifdef __cplusplus
@@ -3421,6 +3444,9 @@ static void _ckpt_chain_drop_plan(ckpt_chain *ch) {
     ckpt_plan_destroy(ch->plan);
     ch->plan = NULL;
     _ckpt_analysis_free(&ch->al, &ch->an);
+    ch->lane_bytes = ch->pool_lane_bytes = 0;
+    ch->stats.planned_peak = ch->stats.arena_bytes = ch->stats.arena_high_water = 0;
+    ch->stats.planned_host_peak = ch->stats.pool_bytes = 0;
 }
 
 /* >>streaming: slots and events (allocated with the chain) */
@@ -3478,7 +3504,7 @@ static ckpt_result _ckpt_stream_setup(ckpt_chain *ch) {
     return CKPT_OK;
 }
 
-/* >>lifecycle: ckpt_chain_create, _destroy, _plan, _set_schedule, _get_stats ------------------- */
+/* >>lifecycle: ckpt_chain_create, _destroy, _plan, _plan_dry, _set_schedule, _get_stats -------- */
 CKPT_API void ckpt_chain_destroy(ckpt_chain *ch) {
     ckpt_allocator al;
     int i;
@@ -3549,20 +3575,22 @@ oom:
     return _CKPT_ERR(lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_create: out of host memory");
 }
 
-/* Installs a plan: analyses its schedule, lays out the arena and allocates it. Takes ownership
-   of plan; on failure frees it and leaves the chain's previous plan in place. */
-/* Offload needs pinned memory and copies; events are used when the backend has copy streams. */
-static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_logger *lg, const ckpt_plan *plan, _ckpt_analysis *an, void **pool,
-                                       uint64_t *pool_bytes, void ***ev_done, void ***ev_pos) {
+/* Installing a plan takes two steps. Sizing (_ckpt_plan_size) analyses the schedule and lays out
+   one lane's arena and pinned pool without allocating through the backend, so its errors leave
+   the chain's plan in place; ckpt_chain_plan_dry stops there. _ckpt_chain_install then frees
+   the old arena and pool and allocates the new ones (with keep_old, the other way round). */
+
+/* The pinned pool a plan that offloads needs, per lane (0 when it offloads nothing). */
+static ckpt_result _ckpt_pool_size(const ckpt_chain *ch, const ckpt_logger *lg, const ckpt_plan *plan,
+                                   _ckpt_analysis *an, uint64_t *pool_bytes) {
     const ckpt_backend *be = &ch->be;
-    int n_ops = plan->info.n_ops, k;
     ckpt_result r;
-    *pool = NULL; *pool_bytes = 0; *ev_done = *ev_pos = NULL;
+    *pool_bytes = 0;
     if (an->n_hbufs == 0) return CKPT_OK;
     if (!be->alloc_pinned || !be->free_pinned || !be->copy_async)
         return _CKPT_ERR(lg, CKPT_ERR_BAD_BACKEND, "the plan offloads, but the backend (%s) has no pinned memory or copies",
                          be->name ? be->name : "unnamed");
-    if ((r = _ckpt_layout_bufs(&ch->al, an->hbufs, an->n_hbufs, n_ops, pool_bytes)) != CKPT_OK) return r;
+    if ((r = _ckpt_layout_bufs(&ch->al, an->hbufs, an->n_hbufs, plan->info.n_ops, pool_bytes)) != CKPT_OK) return r;
     if (plan->host_budget && *pool_bytes > plan->host_budget)
         return _CKPT_ERR(lg, CKPT_ERR_INFEASIBLE, "the pinned pool needs %llu bytes once laid out, over the host budget "
                          "of %llu", (unsigned long long)*pool_bytes, (unsigned long long)plan->host_budget);
@@ -3571,11 +3599,50 @@ static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_logger *lg, co
         return _CKPT_ERR(lg, CKPT_ERR_INFEASIBLE, "%d lanes of the %llu-byte pinned pool exceed the host budget of %llu",
                          ch->lanes, (unsigned long long)*pool_bytes, (unsigned long long)plan->host_budget);
     if (*pool_bytes > (uint64_t)SIZE_MAX / (uint64_t)ch->lanes) return CKPT_ERR_SIZE_OVERFLOW;
-    if ((r = be->alloc_pinned(be->state, (size_t)(*pool_bytes * (uint64_t)ch->lanes), pool)) != CKPT_OK) {
+    return CKPT_OK;
+}
+
+/* Analyses plan's schedule into *an and sizes one lane's arena and pinned pool (multiples of
+   CKPT_ALIGN). Allocates nothing through the backend; on failure *an is empty. */
+static ckpt_result _ckpt_plan_size(const ckpt_chain *ch, const ckpt_logger *lg, const ckpt_plan *plan,
+                                   _ckpt_analysis *an, uint64_t *arena_bytes, uint64_t *pool_bytes) {
+    const char *why;
+    int bad;
+    ckpt_result r = _ckpt_analyze(ch->costs, ch->n, plan->ops, plan->info.n_ops, plan->link.d2h > 0 ? &plan->link : NULL,
+                                  &ch->al, 1, an, &bad, &why);
+    *arena_bytes = *pool_bytes = 0;
+    if (r == CKPT_ERR_BAD_SCHEDULE) return _CKPT_ERR(lg, r, "schedule op %d: %s", bad, why);
+    if (r == CKPT_OK) r = _ckpt_layout_bufs(&ch->al, an->bufs, an->n_bufs, plan->info.n_ops, arena_bytes);
+    if (r != CKPT_OK) {
+        _CKPT_ERR(lg, r, "out of host memory while laying out the arena");
+    } else if (*arena_bytes > (uint64_t)SIZE_MAX) {
+        r = _CKPT_ERR(lg, CKPT_ERR_SIZE_OVERFLOW, "the arena needs %llu bytes, more than SIZE_MAX",
+                      (unsigned long long)*arena_bytes);
+    } else if ((*arena_bytes = _ckpt_align_up(*arena_bytes)) > (uint64_t)SIZE_MAX / (uint64_t)ch->lanes) {
+        r = _CKPT_ERR(lg, CKPT_ERR_SIZE_OVERFLOW, "%d lanes of a %llu-byte arena exceed SIZE_MAX", ch->lanes,
+                      (unsigned long long)*arena_bytes);
+    } else {
+        r = _ckpt_pool_size(ch, lg, plan, an, pool_bytes);
+    }
+    if (r != CKPT_OK) _ckpt_analysis_free(&ch->al, an);
+    return r;
+}
+
+/* Allocates the pinned pool of pool_bytes per lane and, when the backend has copy streams, the
+   offload events. On failure the caller frees what was allocated. */
+static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_logger *lg, const ckpt_plan *plan,
+                                       const _ckpt_analysis *an, uint64_t pool_bytes, void **pool, void ***ev_done,
+                                       void ***ev_pos) {
+    const ckpt_backend *be = &ch->be;
+    int n_ops = plan->info.n_ops, k;
+    ckpt_result r;
+    *pool = NULL; *ev_done = *ev_pos = NULL;
+    if (an->n_hbufs == 0) return CKPT_OK;
+    if ((r = be->alloc_pinned(be->state, (size_t)(pool_bytes * (uint64_t)ch->lanes), pool)) != CKPT_OK) {
         *pool = NULL;
         return _CKPT_ERR(lg, r == CKPT_ERR_OUT_OF_DEVICE_MEMORY ? CKPT_ERR_OUT_OF_HOST_MEMORY : r,
                          "the backend (%s) could not allocate the %llu-byte pinned pool", be->name ? be->name : "unnamed",
-                         (unsigned long long)*pool_bytes);
+                         (unsigned long long)pool_bytes);
     }
     if (!be->copy_stream || !be->copy_stream(be->state, CKPT_COPY_DEVICE_TO_HOST) ||
         !be->copy_stream(be->state, CKPT_COPY_HOST_TO_DEVICE) || !be->event_create || !be->event_destroy ||
@@ -3597,77 +3664,102 @@ static ckpt_result _ckpt_offload_setup(ckpt_chain *ch, const ckpt_logger *lg, co
     return CKPT_OK;
 }
 
-static ckpt_result _ckpt_chain_install(ckpt_chain *ch, const ckpt_logger *lg, ckpt_plan *plan, ckpt_plan_info *info) {
-    _ckpt_analysis an;
-    uint64_t arena_bytes = 0, pool_bytes = 0;
+/* Installs a sized plan, taking ownership of plan and *an. The old arena and pool are freed
+   before the new ones are allocated, so that the two are never held at once; a failed
+   allocation then leaves the chain without a plan. With keep_old they are freed after, and a
+   failure leaves the old plan in place. */
+static ckpt_result _ckpt_chain_install(ckpt_chain *ch, const ckpt_logger *lg, ckpt_plan *plan, _ckpt_analysis *an,
+                                       uint64_t arena_bytes, uint64_t pool_bytes, int keep_old, ckpt_plan_info *info) {
     void *arena = NULL, *pool = NULL, **ev_done = NULL, **ev_pos = NULL;
-    const char *why;
-    int bad;
-    ckpt_result r = _ckpt_analyze(ch->costs, ch->n, plan->ops, plan->info.n_ops, plan->link.d2h > 0 ? &plan->link : NULL,
-                                  &ch->al, 1, &an, &bad, &why);
-    if (r == CKPT_ERR_BAD_SCHEDULE) {
-        _CKPT_ERR(lg, r, "schedule op %d: %s", bad, why);
-        ckpt_plan_destroy(plan);
-        return r;
-    }
-    if (r == CKPT_OK) r = _ckpt_layout_bufs(&ch->al, an.bufs, an.n_bufs, plan->info.n_ops, &arena_bytes);
-    if (r == CKPT_OK && arena_bytes > (uint64_t)SIZE_MAX) {
-        r = _CKPT_ERR(lg, CKPT_ERR_SIZE_OVERFLOW, "the arena needs %llu bytes, more than SIZE_MAX",
-                      (unsigned long long)arena_bytes);
-    } else if (r != CKPT_OK) {
-        _CKPT_ERR(lg, r, "out of host memory while laying out the arena");
-    } else if ((arena_bytes = _ckpt_align_up(arena_bytes),
-                arena_bytes > (uint64_t)SIZE_MAX / (uint64_t)ch->lanes)) {
-        r = _CKPT_ERR(lg, CKPT_ERR_SIZE_OVERFLOW, "%d lanes of a %llu-byte arena exceed SIZE_MAX", ch->lanes,
-                      (unsigned long long)arena_bytes);
-    } else if ((r = ch->be.alloc(ch->be.state, (size_t)(arena_bytes ? arena_bytes * (uint64_t)ch->lanes : 1), &arena)) != CKPT_OK) {
+    ckpt_result r;
+    if (!keep_old) _ckpt_chain_drop_plan(ch);
+    r = ch->be.alloc(ch->be.state, (size_t)(arena_bytes ? arena_bytes * (uint64_t)ch->lanes : 1), &arena);
+    if (r != CKPT_OK) {
         _CKPT_ERR(lg, r, "the backend (%s) could not allocate the %llu-byte arena",
                   ch->be.name ? ch->be.name : "unnamed", (unsigned long long)arena_bytes);
         arena = NULL;
     } else {
-        r = _ckpt_offload_setup(ch, lg, plan, &an, &pool, &pool_bytes, &ev_done, &ev_pos);
+        r = _ckpt_offload_setup(ch, lg, plan, an, pool_bytes, &pool, &ev_done, &ev_pos);
     }
     if (r != CKPT_OK) {
         if (arena) ch->be.free(ch->be.state, arena);
         if (pool) ch->be.free_pinned(ch->be.state, pool);
         _ckpt_free_events(ch, ev_done, (size_t)plan->info.n_ops * ch->lanes);
         _ckpt_free_events(ch, ev_pos, (size_t)plan->info.n_ops * ch->lanes);
-        _ckpt_analysis_free(&ch->al, &an);
+        _ckpt_analysis_free(&ch->al, an);
         ckpt_plan_destroy(plan);
         return r;
     }
-    _ckpt_chain_drop_plan(ch);
-    ch->plan = plan; ch->an = an; ch->arena = arena; ch->arena_bytes = arena_bytes * (uint64_t)ch->lanes;
+    if (keep_old) _ckpt_chain_drop_plan(ch);
+    ch->plan = plan; ch->an = *an; ch->arena = arena; ch->arena_bytes = arena_bytes * (uint64_t)ch->lanes;
     ch->lane_bytes = arena_bytes;
     ch->pool = pool; ch->ev_done = ev_done; ch->ev_pos = ev_pos;
-    ch->pool_lane_bytes = pool_bytes;       /* a multiple of CKPT_ALIGN (_ckpt_offload_setup) */
+    ch->pool_lane_bytes = pool_bytes;       /* a multiple of CKPT_ALIGN (_ckpt_pool_size) */
     ch->state = _CKPT_IDLE;
     ch->stats.planned_peak = plan->info.peak;
     ch->stats.arena_bytes = ch->arena_bytes;
     ch->stats.arena_high_water = 0;
-    ch->stats.planned_host_peak = an.host_peak;
+    ch->stats.planned_host_peak = an->host_peak;
     ch->stats.pool_bytes = pool ? ch->pool_lane_bytes * (uint64_t)ch->lanes : 0;
     if (info) *info = plan->info;
     return CKPT_OK;
 }
 
-CKPT_API ckpt_result ckpt_chain_plan(ckpt_chain *ch, const ckpt_plan_desc *desc, ckpt_plan_info *info) {
-    ckpt_plan *plan;
+/* ckpt_chain_plan and ckpt_chain_plan_dry up to the allocation: plans desc for the chain's costs
+   and lanes and sizes the result (_ckpt_plan_size). On the planner's CKPT_ERR_INFEASIBLE, *info
+   (if non-NULL) gets its figures. */
+static ckpt_result _ckpt_chain_plan_sized(const ckpt_chain *ch, const ckpt_logger *lg, const ckpt_plan_desc *desc,
+                                          const char *fn, ckpt_plan **plan, _ckpt_analysis *an,
+                                          uint64_t *arena_bytes, uint64_t *pool_bytes, ckpt_plan_info *info) {
     ckpt_plan_info tmp;
     ckpt_result r;
-    const ckpt_logger *lg;
-    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
-    lg = desc && desc->logger.fn ? &desc->logger : &ch->lg;
+    *plan = NULL;
     if (ch->state != _CKPT_IDLE)
-        return _CKPT_ERR(lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_chain_plan: a forward is pending; run backward first");
-    r = _ckpt_plan_make(&ch->al, lg, ch->costs, ch->n, desc, ch->lanes, &plan, &tmp);
+        return _CKPT_ERR(lg, CKPT_ERR_OUT_OF_ORDER, "%s: a forward is pending; run backward first", fn);
+    r = _ckpt_plan_make(&ch->al, lg, ch->costs, ch->n, desc, ch->lanes, plan, &tmp);
     if (r == CKPT_ERR_INFEASIBLE && info) *info = tmp;   /* what the caller needs to pick a budget */
     if (r != CKPT_OK) return r;
-    return _ckpt_chain_install(ch, lg, plan, info);     /* writes info only once installed */
+    if ((r = _ckpt_plan_size(ch, lg, *plan, an, arena_bytes, pool_bytes)) != CKPT_OK) {
+        ckpt_plan_destroy(*plan);
+        *plan = NULL;
+    }
+    return r;
+}
+
+CKPT_API ckpt_result ckpt_chain_plan(ckpt_chain *ch, const ckpt_plan_desc *desc, ckpt_plan_info *info) {
+    ckpt_plan *plan;
+    _ckpt_analysis an;
+    uint64_t arena_bytes, pool_bytes;
+    const ckpt_logger *lg;
+    ckpt_result r;
+    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    lg = desc && desc->logger.fn ? &desc->logger : &ch->lg;
+    r = _ckpt_chain_plan_sized(ch, lg, desc, "ckpt_chain_plan", &plan, &an, &arena_bytes, &pool_bytes, info);
+    if (r != CKPT_OK) return r;
+    return _ckpt_chain_install(ch, lg, plan, &an, arena_bytes, pool_bytes, desc && desc->keep_old_on_failure,
+                               info);  /* writes info only once installed */
+}
+
+CKPT_API ckpt_result ckpt_chain_plan_dry(const ckpt_chain *ch, const ckpt_plan_desc *desc, ckpt_plan_info *info) {
+    ckpt_plan *plan;
+    _ckpt_analysis an;
+    uint64_t arena_bytes, pool_bytes;
+    const ckpt_logger *lg;
+    ckpt_result r;
+    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    lg = desc && desc->logger.fn ? &desc->logger : &ch->lg;
+    r = _ckpt_chain_plan_sized(ch, lg, desc, "ckpt_chain_plan_dry", &plan, &an, &arena_bytes, &pool_bytes, info);
+    if (r != CKPT_OK) return r;
+    if (info) *info = plan->info;
+    _ckpt_analysis_free(&ch->al, &an);
+    ckpt_plan_destroy(plan);
+    return CKPT_OK;
 }
 
 CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops, int n_ops, ckpt_plan_info *info) {
     ckpt_plan *plan;
+    _ckpt_analysis an;
+    uint64_t arena_bytes, pool_bytes;
     ckpt_result r;
     double t; uint64_t p;
     int bad, i;
@@ -3676,13 +3768,12 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
     if (ch->state != _CKPT_IDLE)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_chain_set_schedule: a forward is pending");
     {
-        _ckpt_analysis an;
         const char *why;
         r = _ckpt_analyze(ch->costs, ch->n, ops, n_ops, NULL, &ch->al, 0, &an, &bad, &why);
         if (r == CKPT_ERR_BAD_SCHEDULE)
             return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: op %d breaks the cost model: %s", bad, why);
         if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: out of host memory");
-        t = an.time; p = an.peak;
+        t = an.time; p = an.peak;     /* no buffers kept (want_bufs 0) */
     }
     plan = (ckpt_plan *)_ckpt_calloc(&ch->al, 1, sizeof *plan);
     if (plan) plan->ops = (ckpt_op *)_ckpt_malloc(&ch->al, (size_t)(n_ops + 1) * sizeof(ckpt_op));
@@ -3698,7 +3789,11 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
     plan->info.n_ops = n_ops; plan->info.unit = 1;
     for (i = 0; i < n_ops; i++) plan->info.n_recomputed += ops[i].kind == CKPT_OP_F;
     plan->info.n_recomputed -= ch->n;
-    return _ckpt_chain_install(ch, &ch->lg, plan, info);
+    if ((r = _ckpt_plan_size(ch, &ch->lg, plan, &an, &arena_bytes, &pool_bytes)) != CKPT_OK) {
+        ckpt_plan_destroy(plan);
+        return r;
+    }
+    return _ckpt_chain_install(ch, &ch->lg, plan, &an, arena_bytes, pool_bytes, 0, info);
 }
 
 CKPT_API const ckpt_plan *ckpt_chain_get_plan(const ckpt_chain *ch) { return ch ? ch->plan : NULL; }

@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
         double t0, dt;
         uint64_t ops0;
         pd.policy = pass == 0 ? CKPT_POLICY_STORE_ALL : CKPT_POLICY_OPTIMAL;
-        if (pass == 1) { ckpt_plan_info sa; ckpt_chain_plan(ch, NULL, &sa); pd.budget = sa.store_all_peak / 3; }
+        if (pass == 1) { ckpt_plan_info sa; ckpt_chain_plan_dry(ch, NULL, &sa); pd.budget = sa.store_all_peak / 3; }
         if (ckpt_chain_plan(ch, &pd, &info) != CKPT_OK) return 1;
         ckpt_chain_get_stats(ch, &cs);
         ops0 = cs.ops_run;

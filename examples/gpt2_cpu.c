@@ -695,8 +695,7 @@ typedef struct Session {
     ckpt_backend be, engine;    /* plain CPU backend; with a throttled copy engine for offload */
 } Session;
 
-static ckpt_chain *chain_open(Session *ss, ckpt_backend *be, const ckpt_plan_desc *pd, ckpt_plan_info *info,
-                              ckpt_result *res)
+static ckpt_chain *chain_create(Session *ss, ckpt_backend *be)
 {
     ckpt_chain_desc cd = {0};
     cd.stages = ss->stages;
@@ -707,9 +706,26 @@ static ckpt_chain *chain_open(Session *ss, ckpt_backend *be, const ckpt_plan_des
     cd.logger.fn = log_errors;
     ckpt_chain *chain;
     CHECK(ckpt_chain_create(&cd, &chain));
+    return chain;
+}
+
+static ckpt_chain *chain_open(Session *ss, ckpt_backend *be, const ckpt_plan_desc *pd, ckpt_plan_info *info,
+                              ckpt_result *res)
+{
+    ckpt_chain *chain = chain_create(ss, be);
     *res = ckpt_chain_plan(chain, pd, info);
     if (*res != CKPT_OK) { ckpt_chain_destroy(chain); return NULL; }
     return chain;
+}
+
+/* Store-all's peak, from a dry plan: no arena is allocated. */
+static uint64_t store_all_peak(Session *ss)
+{
+    ckpt_chain *chain = chain_create(ss, &ss->be);
+    ckpt_plan_info info;
+    CHECK(ckpt_chain_plan_dry(chain, NULL, &info));
+    ckpt_chain_destroy(chain);
+    return info.store_all_peak;
 }
 
 /* One forward and backward; gradients are zeroed first. Returns the loss. */
@@ -1060,20 +1076,19 @@ int main(int argc, char **argv)
     printf("tape bytes: attn %zu, mlp %zu; output %zu per stage\n", m->ta_bytes, m->tm_bytes,
            (size_t)m->N * m->C * sizeof(float));
 
-    /* Store-all first: it is the reference, and the budget is a fraction of its peak. */
+    /* Store-all first: it is the reference. The budget is a fraction of its peak, which a dry
+       plan gives without allocating store-all's arena (at least 1: 0 would mean "no limit"). */
     const ckpt_policy policies[] = { CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
                                      CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD };
     enum { N_POLICIES = sizeof policies / sizeof policies[0] };
     int n_policies = cfg.bandwidth_gbs > 0 ? N_POLICIES : N_POLICIES - 1;
     Run runs[N_POLICIES] = {0};
-    uint64_t budget = 0;
+    uint64_t budget = (uint64_t)(cfg.budget_frac * (double)store_all_peak(&ss)) + 1;
     for (int i = 0; i < n_policies; i++) {
         ckpt_plan_desc pd = {0};
         pd.policy = policies[i];
-        pd.budget = budget;             /* every-k gets k = 0: the best k that fits */
+        pd.budget = i == 0 ? 0 : budget;    /* every-k gets k = 0: the best k that fits */
         train(&ss, &pd, &runs[i]);
-        if (i == 0)                     /* at least 1: a budget of 0 would mean "no limit" */
-            budget = (uint64_t)(cfg.budget_frac * (double)runs[0].info.peak) + 1;
     }
 
     Source src;

@@ -409,7 +409,8 @@ static void injected_failures(ckpt_backend *be) {
     }
     CHECK(completed && n > 5, "walked %ld host allocation failures", n - 1);
     fail_host_at = 0;
-    /* the backend's arena allocation fails: error, old plan kept, nothing leaked */
+    /* the backend's arena allocation fails: error and no plan (the old arena went first); with
+       keep_old_on_failure the old plan is kept; nothing leaked */
     {
         ckpt_chain_desc cd;
         ckpt_chain *ch;
@@ -427,11 +428,18 @@ static void injected_failures(ckpt_backend *be) {
         pd.budget = info.min_budget;
         ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_ALLOC, 1);
         CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_ERR_OUT_OF_DEVICE_MEMORY, "failed replan");
+        CHECK(ckpt_forward(ch, got, NULL) == CKPT_ERR_NO_PLAN && ckpt_chain_get_plan(ch) == NULL,
+              "a failed replan leaves no plan");
+        memset(&pd, 0, sizeof pd);
+        CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_OK, "plan after the failed replan");
+        pd.budget = info.min_budget; pd.keep_old_on_failure = 1;
+        ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_ALLOC, 1);
+        CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_ERR_OUT_OF_DEVICE_MEMORY, "failed replan, keeping the old");
         CHECK(step(ch, got) == CKPT_OK && memcmp(got, ref, sizeof ref) == 0, "the old plan still runs");
         ckpt_chain_destroy(ch);
     }
     ckpt_cpu_get_stats(be, &bs);
-    CHECK(bs.live_allocations == 0 && bs.faults == 2, "backend: %llu live, %llu faults",
+    CHECK(bs.live_allocations == 0 && bs.faults == 3, "backend: %llu live, %llu faults",
           (unsigned long long)bs.live_allocations, (unsigned long long)bs.faults);
     CHECK(ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_ALLOC, -1) == CKPT_ERR_BAD_INDEX, "negative nth");
     {

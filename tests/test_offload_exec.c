@@ -5,7 +5,8 @@
      within 10% of the predicted makespan, and copy intervals overlap compute intervals;
    - the pinned pool stays within the host budget;
    - an injected copy failure fails the step with CKPT_ERR_BACKEND, and the next step runs and
-     gives the same gradients; a failed pinned allocation keeps the old plan; nothing leaks;
+     gives the same gradients; a failed pinned allocation leaves no plan, or with
+     keep_old_on_failure the old one; nothing leaks;
    - near optimal's smallest budget the planner waits for copies (W ops) and beats optimal: still
      bit-identical, measured peak equal to planned, step time within 10% of the makespan;
    - hazards a review found, each a regression test: a forward abandoned with ckpt_chain_reset_step
@@ -247,7 +248,8 @@ int main(void) {
     }
     hazards(&be);
 
-    /* a failed pinned allocation: the new plan is refused, the old one still runs */
+    /* a failed pinned allocation: the new plan is refused; the old one was freed first, or with
+       keep_old_on_failure still runs */
     {
         ckpt_plan_desc p2 = pd;
         ckpt_plan_info i2;
@@ -255,7 +257,16 @@ int main(void) {
         ckpt_cpu_inject_fault(&be, CKPT_CPU_FAULT_ALLOC, 2);   /* the arena, then the pool */
         r = ckpt_chain_plan(ch, &p2, &i2);
         ckpt_cpu_inject_fault(&be, CKPT_CPU_FAULT_ALLOC, 0);
-        CHECK(r == CKPT_ERR_OUT_OF_HOST_MEMORY, "failed pool allocation: %s", ckpt_result_string(r));
+        ckpt_cpu_get_stats(&be, &bs);
+        CHECK(r == CKPT_ERR_OUT_OF_HOST_MEMORY && ckpt_forward(ch, x0, NULL) == CKPT_ERR_NO_PLAN &&
+              bs.pinned_live_bytes == 0, "failed pool allocation: %s, then no plan and %llu pinned bytes",
+              ckpt_result_string(r), (unsigned long long)bs.pinned_live_bytes);
+        CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_OK, "the old plan again");
+        p2.keep_old_on_failure = 1;
+        ckpt_cpu_inject_fault(&be, CKPT_CPU_FAULT_ALLOC, 2);
+        r = ckpt_chain_plan(ch, &p2, &i2);
+        ckpt_cpu_inject_fault(&be, CKPT_CPU_FAULT_ALLOC, 0);
+        CHECK(r == CKPT_ERR_OUT_OF_HOST_MEMORY, "failed pool allocation, keeping the old plan: %s", ckpt_result_string(r));
         step(ch, &r);
         CHECK(r == CKPT_OK && memcmp(gx, ref_gx, sizeof gx) == 0, "the old plan after a refused one: %s", ckpt_result_string(r));
         ckpt_cpu_get_stats(&be, &bs);
