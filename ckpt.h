@@ -22,7 +22,7 @@
        for (i = 0; i < N; i++) {
            st[i].forward = my_fwd; st[i].backward = my_bwd; st[i].user = &layers[i];
            st[i].out_bytes = ...; st[i].tape_bytes = ...;   // what forward writes / backward needs
-           st[i].fwd_time = 1.0; st[i].bwd_time = 2.0;      // any consistent unit (measured is best)
+           st[i].fwd_time = 1.0; st[i].bwd_time = 2.0;      // any consistent unit (MEASURED TIMES)
        }
        ckpt_chain_desc cd = {0};
        cd.stages = st; cd.n_stages = N; cd.input_bytes = ...; cd.backend = &be; cd.seed = 42;
@@ -198,6 +198,41 @@
    is added into host_grads once. ckpt_split_by_bytes and ckpt_split_segments group layers into
    stages.
 
+   MEASURED TIMES
+   --------------
+   The planner is as good as the stage times it is given. ckpt_chain_measure runs real steps
+   under the plan in use and reports each stage's median forward and backward time in ms;
+   ckpt_chain_set_times gives them to the chain, and the next ckpt_chain_plan plans with them:
+
+       ckpt_stage_time t[N];
+       ckpt_chain_plan(chain, &pd, NULL);                 // any plan that fits (store-all need not)
+       ckpt_chain_measure(chain, x, dout, dx, 1, NULL);   // a warm-up step, untimed
+       ckpt_chain_measure(chain, x, dout, dx, 3, t);      // 3 timed steps
+       ckpt_chain_set_times(chain, t);
+       ckpt_chain_plan(chain, &pd, &info);                // planned with the measured times
+       ... zero the parameter gradients, or count the 4 steps as training ...
+
+   What is timed: each forward and backward callback, and nothing else. Every call is a sample:
+   first forwards and recomputations alike, and with k microbatches each lane's call (the times
+   are per microbatch, as the planner's are per lane); a stage's time is the median of its
+   samples, so a stray slow call (a page fault, a preempted thread) does not move it. Waits for
+   copies (prefetches, parameter loads), clearing gradient slots, RNG hooks and the library's own
+   work fall outside. The clock: when the backend's compute_stream returns a stream and it has
+   every event entry (CUDA, HIP), an event recorded on the compute stream before and after each
+   callback, read after the step: kernels are timed where they run, and a wait queued on the
+   stream before the callback does not count. Otherwise (the CPU backend, whose callbacks are done
+   when they return) the host clock around each call: CLOCK_MONOTONIC where <time.h> declares it
+   (POSIX builds), else C11's timespec_get(TIME_UTC), a wall clock.
+   What it costs: each measuring step is a full training step under the plan in use (its
+   recomputations included) plus two clock reads or event records per callback, an event
+   synchronize per step, host memory for steps x (F and B ops x lanes) samples of 16 bytes and,
+   with events, two events per callback of one step, created and destroyed by the call. One
+   warm-up and three timed steps is a good default (more on a noisy machine); callbacks shorter
+   than about 10 microseconds measure the clock as much as the work. The steps are real: they add
+   parameter gradients (and write grad_input), advance the random-number stream and count in
+   ckpt_chain_stats.steps, as ckpt_forward and ckpt_backward would; the steps after them are
+   exactly what they would be after as many ordinary steps.
+
    WRITING A BACKEND
    -----------------
    A backend is a ckpt_backend: a state pointer plus function pointers (see the struct below for
@@ -228,6 +263,9 @@
                      to order those copies against compute (see OFFLOAD and PARAMETER STREAMING);
                      all of them, or copies run on the compute stream.
      memset_async    to clear a gradient slot before a streamed stage's backward.
+     event_elapsed_ms
+                     by ckpt_chain_measure, with compute_stream and the other event entries, to
+                     time callbacks on the compute stream (MEASURED TIMES).
      synchronize     also when a forward is abandoned (ckpt_chain_reset_step, an error) or a plan
                      is replaced while copies may be in flight.
    mem_info and checksum are for users' own code. backends/ckpt_cuda.h and backends/ckpt_hip.h
@@ -923,6 +961,35 @@ CKPT_API ckpt_result ckpt_chain_get_stats(const ckpt_chain *chain, ckpt_chain_st
 /* The plan in use (NULL before ckpt_chain_plan, and after one whose allocation failed). */
 CKPT_API const ckpt_plan *ckpt_chain_get_plan(const ckpt_chain *chain);
 
+/* >>measure ------------------------------------------------------------------------------------
+   Measured stage times (see MEASURED TIMES in the manual). */
+typedef struct ckpt_stage_time {
+    double fwd_time;    /* ms: median over every F op of the stage (first forwards and
+                           recomputations alike), one microbatch per sample */
+    double bwd_time;    /* ms: median over its B ops */
+    int fwd_count;      /* samples behind each median: steps x lanes x F ops of the stage in */
+    int bwd_count;      /* the plan (bwd_count: steps x lanes) */
+} ckpt_stage_time;
+
+/* Runs `steps` real training steps (forward, backward) under the plan in use, whatever its
+   policy, and times every forward and backward callback. Every microbatch lane gets `input` as
+   X[0] and `grad_output` as G[n]; grad_input (may be NULL) receives each lane's G[0] in turn.
+   Parameter gradients accumulate as in any step, and the steps draw random numbers as any step
+   does. times (n_stages entries) gets each stage's medians; NULL runs the steps untimed (a
+   warm-up). Errors: CKPT_ERR_NULL_ARGUMENT (chain, input or grad_output NULL),
+   CKPT_ERR_BAD_ARGUMENT (steps < 1), CKPT_ERR_NO_PLAN, CKPT_ERR_OUT_OF_ORDER (a forward is
+   pending), CKPT_ERR_OUT_OF_HOST_MEMORY, a backend's error from its events, or what a step
+   returns (a callback's CKPT_ERR_CALLBACK...): that step is abandoned as ckpt_forward and
+   ckpt_backward abandon one, the chain is ready for a new step, and times is not written. */
+CKPT_API ckpt_result ckpt_chain_measure(ckpt_chain *chain, const void *input, const void *grad_output,
+                                        void *grad_input, int steps, ckpt_stage_time *times);
+/* Gives the chain new stage times (fwd_time and bwd_time of n_stages entries; the counts are
+   ignored) as if they had been in its stage descs: the next ckpt_chain_plan plans with them. The
+   plan in use stays, with its info. CKPT_ERR_NULL_ARGUMENT; CKPT_ERR_BAD_TIME when a time is
+   negative, NaN or infinite, or they add up past the COST MODEL's limit (the log names the
+   stage); then nothing changes. All zero: taken as 1 and 2, as in a desc. */
+CKPT_API ckpt_result ckpt_chain_set_times(ckpt_chain *chain, const ckpt_stage_time *times);
+
 #ifdef __cplusplus
 }
 #endif
@@ -941,6 +1008,7 @@ CKPT_API const ckpt_plan *ckpt_chain_get_plan(const ckpt_chain *chain);
 #include <string.h>
 #include <math.h>   /* INFINITY only: the library needs no -lm */
 #include <float.h>
+#include <time.h>   /* ckpt_chain_measure's host clock */
 
 #if defined(CKPT_MALLOC) != defined(CKPT_FREE)
 #error "ckpt.h: define both CKPT_MALLOC and CKPT_FREE, or neither"
@@ -3375,6 +3443,7 @@ struct ckpt_chain {
     int state;
     const void **inputs;            /* per lane: X[0] of the step */
     ckpt_chain_stats stats;
+    struct _ckpt_measure *meas;     /* set during a step of ckpt_chain_measure: callbacks are timed */
 };
 
 static const char *_ckpt_stage_name(const ckpt_chain *ch, int i) { return ch->names[i]; }
@@ -3804,6 +3873,198 @@ CKPT_API ckpt_result ckpt_chain_get_stats(const ckpt_chain *ch, ckpt_chain_stats
     return CKPT_OK;
 }
 
+/* >>measure: ckpt_chain_measure and ckpt_chain_set_times ----------------------------------------
+   While a step of ckpt_chain_measure runs, ch->meas is set and the executor calls
+   _ckpt_measure_begin and _ckpt_measure_end around every forward and backward callback, nothing
+   else: copies, waits for them and the library's bookkeeping fall outside what is timed. */
+
+/* The host clock in ms: monotonic where <time.h> declares CLOCK_MONOTONIC (POSIX), else C11's
+   timespec_get, a wall clock (a clock step during a callback skews that sample). */
+static double _ckpt_now_ms(void) {
+    struct timespec ts;
+#if defined(CLOCK_MONOTONIC)
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#else
+    timespec_get(&ts, TIME_UTC);
+#endif
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+typedef struct _ckpt_sample {
+    int tag;                /* 2 x stage, + 1 for a backward */
+    double ms;
+} _ckpt_sample;
+
+typedef struct _ckpt_measure {
+    int events;             /* 1: events on the compute stream; 0: the host clock */
+    size_t per_step;        /* callbacks a step runs: lanes x (F and B ops) */
+    size_t n;               /* callbacks timed so far in this step */
+    int step;
+    double t0;              /* host clock: start of the running callback */
+    _ckpt_sample *s;        /* steps x per_step */
+    void **ev;              /* events: start and end of each callback of a step */
+    ckpt_result err;        /* the first event error of the step */
+} _ckpt_measure;
+
+static void _ckpt_measure_begin(ckpt_chain *ch) {
+    _ckpt_measure *me = ch->meas;
+    CKPT_ASSERT(me->n < me->per_step);
+    if (!me->events) me->t0 = _ckpt_now_ms();
+    else if (me->err == CKPT_OK) me->err = ch->be.event_record(ch->be.state, me->ev[2 * me->n], NULL);
+}
+
+static void _ckpt_measure_end(ckpt_chain *ch, int stage, int backward) {
+    _ckpt_measure *me = ch->meas;
+    _ckpt_sample *x = &me->s[(size_t)me->step * me->per_step + me->n];
+    x->tag = 2 * stage + backward;
+    if (!me->events) {
+        x->ms = _ckpt_now_ms() - me->t0;
+        if (!(x->ms >= 0.0)) x->ms = 0.0;       /* the wall clock stepped back */
+    } else if (me->err == CKPT_OK) {
+        me->err = ch->be.event_record(ch->be.state, me->ev[2 * me->n + 1], NULL);
+    }
+    me->n++;
+}
+
+/* After a step: the events' times into its samples. */
+static ckpt_result _ckpt_measure_read(ckpt_chain *ch, _ckpt_measure *me) {
+    _ckpt_sample *x = &me->s[(size_t)me->step * me->per_step];
+    ckpt_result r = me->err;
+    size_t j;
+    if (r == CKPT_OK && me->events && me->n) r = ch->be.event_synchronize(ch->be.state, me->ev[2 * me->n - 1]);
+    for (j = 0; me->events && j < me->n && r == CKPT_OK; j++) {
+        float ms = 0.0f;
+        r = ch->be.event_elapsed_ms(ch->be.state, me->ev[2 * j], me->ev[2 * j + 1], &ms);
+        x[j].ms = ms >= 0.0f ? (double)ms : 0.0;
+    }
+    return r == CKPT_OK ? r : _CKPT_ERR(&ch->lg, r, "ckpt_chain_measure: the backend's events failed");
+}
+
+static int _ckpt_sample_cmp(const void *pa, const void *pb) {
+    const _ckpt_sample *a = (const _ckpt_sample *)pa, *b = (const _ckpt_sample *)pb;
+    if (a->tag != b->tag) return a->tag < b->tag ? -1 : 1;
+    return (a->ms > b->ms) - (a->ms < b->ms);
+}
+
+/* Sorts the samples by stage, kind and time; each run of one tag gives a median. */
+static void _ckpt_measure_medians(_ckpt_sample *s, size_t count, int n, ckpt_stage_time *out) {
+    size_t lo = 0, hi;
+    memset(out, 0, (size_t)n * sizeof *out);
+    qsort(s, count, sizeof *s, _ckpt_sample_cmp);
+    for (; lo < count; lo = hi) {
+        size_t k;
+        double med;
+        for (hi = lo; hi < count && s[hi].tag == s[lo].tag; hi++) {}
+        k = hi - lo;
+        med = k % 2 ? s[lo + k / 2].ms : 0.5 * (s[lo + k / 2 - 1].ms + s[lo + k / 2].ms);
+        if (s[lo].tag % 2) { out[s[lo].tag / 2].bwd_time = med; out[s[lo].tag / 2].bwd_count = (int)k; }
+        else { out[s[lo].tag / 2].fwd_time = med; out[s[lo].tag / 2].fwd_count = (int)k; }
+    }
+}
+
+static void _ckpt_measure_close(ckpt_chain *ch, _ckpt_measure *me) {
+    _ckpt_free_events(ch, me->ev, 2 * me->per_step);
+    _ckpt_free(&ch->al, me->s);
+    me->ev = NULL; me->s = NULL;
+}
+
+/* Samples for every callback of `steps` steps, and events when the backend computes on a stream
+   of its own (a GPU): a host clock would time only the launches there. */
+static ckpt_result _ckpt_measure_open(ckpt_chain *ch, _ckpt_measure *me, int steps) {
+    const ckpt_backend *be = &ch->be;
+    size_t k, ops = 0;
+    ckpt_result r = CKPT_OK;
+    memset(me, 0, sizeof *me);
+    for (k = 0; k < (size_t)ch->plan->info.n_ops; k++)
+        ops += ch->plan->ops[k].kind == CKPT_OP_F || ch->plan->ops[k].kind == CKPT_OP_B;
+    me->per_step = ops * (size_t)ch->lanes;
+    me->events = be->compute_stream && be->compute_stream(be->state) && be->event_create && be->event_destroy &&
+                 be->event_record && be->event_synchronize && be->event_elapsed_ms;
+    if (me->per_step > SIZE_MAX / 2 / sizeof(_ckpt_sample) / (size_t)steps)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_measure: %d steps of %llu callbacks are too "
+                         "many samples", steps, (unsigned long long)me->per_step);
+    me->s = (_ckpt_sample *)_ckpt_calloc(&ch->al, me->per_step * (size_t)steps, sizeof *me->s);
+    if (me->events) me->ev = (void **)_ckpt_calloc(&ch->al, 2 * me->per_step, sizeof(void *));
+    if (!me->s || (me->events && !me->ev)) {
+        _ckpt_measure_close(ch, me);
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_measure: out of host memory");
+    }
+    for (k = 0; me->events && k < 2 * me->per_step && r == CKPT_OK; k++) r = be->event_create(be->state, &me->ev[k]);
+    if (r != CKPT_OK) {
+        _ckpt_measure_close(ch, me);
+        return _CKPT_ERR(&ch->lg, r, "ckpt_chain_measure: the backend could not create its %llu events",
+                         (unsigned long long)(2 * me->per_step));
+    }
+    return CKPT_OK;
+}
+
+CKPT_API ckpt_result ckpt_chain_measure(ckpt_chain *ch, const void *input, const void *grad_output, void *grad_input,
+                                        int steps, ckpt_stage_time *times) {
+    _ckpt_measure me;
+    const void **ins;
+    void **gins;
+    ckpt_result r = CKPT_OK;
+    int s, m;
+    memset(&me, 0, sizeof me);
+    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    if (!input || !grad_output)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_chain_measure: %s is NULL",
+                         input ? "grad_output (G[n])" : "input (X[0])");
+    if (steps < 1) return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_measure: steps is %d; at least 1", steps);
+    if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "ckpt_chain_measure: no plan; call ckpt_chain_plan first");
+    if (ch->state != _CKPT_IDLE)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_chain_measure: a forward is pending; run its backward "
+                         "(or ckpt_chain_reset_step) first");
+    /* every lane gets the same X[0], G[n] and G[0]: ins holds the inputs, then the output gradients */
+    ins = (const void **)_ckpt_calloc(&ch->al, 2 * (size_t)ch->lanes, sizeof(void *));
+    gins = (void **)_ckpt_calloc(&ch->al, (size_t)ch->lanes, sizeof(void *));
+    if (!ins || !gins) r = _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_measure: out of host memory");
+    for (m = 0; r == CKPT_OK && m < ch->lanes; m++) {
+        ins[m] = input; ins[ch->lanes + m] = grad_output; gins[m] = grad_input;
+    }
+    if (r == CKPT_OK && times) r = _ckpt_measure_open(ch, &me, steps);
+    for (s = 0; s < steps && r == CKPT_OK; s++) {
+        if (times) { me.step = s; me.n = 0; me.err = CKPT_OK; ch->meas = &me; }
+        r = ckpt_forward_microbatches(ch, ins, NULL);
+        if (r == CKPT_OK) r = ckpt_backward_microbatches(ch, ins + ch->lanes, gins);
+        ch->meas = NULL;
+        if (r == CKPT_OK && times) r = _ckpt_measure_read(ch, &me);
+    }
+    if (times && r == CKPT_OK) _ckpt_measure_medians(me.s, me.per_step * (size_t)steps, ch->n, times);
+    _ckpt_measure_close(ch, &me);
+    _ckpt_free(&ch->al, ins);
+    _ckpt_free(&ch->al, gins);
+    return r;
+}
+
+CKPT_API ckpt_result ckpt_chain_set_times(ckpt_chain *ch, const ckpt_stage_time *times) {
+    ckpt_cost *c;
+    ckpt_result r;
+    int i;
+    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    if (!times) return _CKPT_ERR(&ch->lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_chain_set_times: times is NULL");
+    for (i = 0; i < ch->n; i++)
+        if (!(times[i].fwd_time >= 0.0) || !(times[i].bwd_time >= 0.0) || times[i].fwd_time > DBL_MAX ||
+            times[i].bwd_time > DBL_MAX)
+            return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_TIME, "ckpt_chain_set_times: stage %d (%s): fwd_time %g and bwd_time "
+                             "%g must be finite and >= 0", i, _ckpt_stage_name(ch, i), times[i].fwd_time,
+                             times[i].bwd_time);
+    c = (ckpt_cost *)_ckpt_malloc(&ch->al, (size_t)ch->n * sizeof *c);
+    if (!c) return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_set_times: out of host memory");
+    memcpy(c, ch->costs, (size_t)ch->n * sizeof *c);
+    for (i = 0; i < ch->n; i++) { c[i].f = times[i].fwd_time; c[i].b = times[i].bwd_time; }
+    r = _ckpt_check_costs(c, ch->n, &ch->lg);      /* the sum of the times, which names the stage too */
+    if (r == CKPT_OK) {
+        _ckpt_costs_model(c, ch->n, ch->costs);     /* all zero: 1 and 2, as at ckpt_chain_create */
+        for (i = 0; i < ch->n; i++) {
+            ch->stages[i].fwd_time = times[i].fwd_time;
+            ch->stages[i].bwd_time = times[i].bwd_time;
+        }
+    }
+    _ckpt_free(&ch->al, c);
+    return r;
+}
+
 /* >>executor ------------------------------------------------------------------------------------ */
 CKPT_API ckpt_result ckpt_ctx_rng(ckpt_ctx *ctx, uint64_t blocks, ckpt_philox *out) {
     if (!ctx || !out) return CKPT_ERR_NULL_ARGUMENT;
@@ -3875,7 +4136,9 @@ static ckpt_result _ckpt_run_forward_op(ckpt_chain *ch, const ckpt_op *op, const
     a.tape = _ckpt_buf_ptr(ch, in->tape, lane);
     a.workspace = _ckpt_buf_ptr(ch, in->ws, lane);
     a.params = params;
+    if (ch->meas) _ckpt_measure_begin(ch);
     r = st->forward(&a);
+    if (ch->meas) _ckpt_measure_end(ch, i, 0);
     if (!in->first && hb) ch->hooks.restore(cur, ch->hooks.user);
     if (ctx._rng_error) return ctx._rng_error;     /* a refused draw: reported by ckpt_ctx_rng */
     if (r != CKPT_OK) return _ckpt_fail_stage(ch, i, in->first ? "forward" : "forward (recomputation)", r);
@@ -3911,7 +4174,9 @@ static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, cons
     a.workspace = _ckpt_buf_ptr(ch, in->ws, lane);
     a.params = params;
     a.param_grads = pgrads;
+    if (ch->meas) _ckpt_measure_begin(ch);
     r = st->backward(&a);
+    if (ch->meas) _ckpt_measure_end(ch, i, 1);
     if (ctx._rng_error) return ctx._rng_error;
     return r == CKPT_OK ? CKPT_OK : _ckpt_fail_stage(ch, i, "backward", r);
 }

@@ -139,7 +139,7 @@ int main(int argc, char **argv)
            "BLAS only: built without OpenMP",
 #endif
            cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.steps - 1);
-    printf("%sone block: fwd %.3f ms, bwd %.3f ms; store-all: planned peak %llu bytes (%.2f MiB), predicted "
+    printf("%sblocks (mean of the measured medians): fwd %.3f ms, bwd %.3f ms; store-all: planned peak %llu bytes (%.2f MiB), predicted "
            "%.3f ms, measured %.3f ms (CPU %.3f ms) per step\n", lead, ss.fwd_ms, ss.bwd_ms,
            (unsigned long long)ref.info.peak, mib(ref.info.peak), ref.info.time, ref.ms_per_step, ref.cpu_ms_per_step);
     printf("%sstore-all's last gradients: checksum %016llx\n", lead,

@@ -17,8 +17,8 @@
    The data is a fixed random first-order Markov chain over the vocabulary with low-entropy
    transitions: the best possible loss is the chain's entropy rate, printed with ln(V).
 
-   The program measures each stage's forward and backward time (store-all steps, median), gives
-   them to the planner, then trains from the same initial weights on the same data once per
+   The program measures each stage's forward and backward time with ckpt_chain_measure (store-all
+   steps, medians), gives them to the planner, then trains from the same initial weights on the same data once per
    policy and prints the planned and measured memory, step time, final loss, and whether every
    parameter gradient of the last step (and G[0]) is bit-identical to store-all's. Exit status 1
    if any is not, or if the loss did not fall.
@@ -145,8 +145,6 @@ typedef struct Model {
     Params p, g;
     ckpt_layout_entry ta[TA_COUNT], wa[WA_COUNT], tm[TM_COUNT], wm[WM_COUNT];
     size_t ta_bytes, wa_bytes, tm_bytes, wm_bytes;
-    double *fwd_ms, *bwd_ms;    /* when timing: the last first-forward and backward of each stage */
-    int timing;
 } Model;
 
 /* Points P's tensors into base (n_params floats); returns the number of floats used. */
@@ -188,8 +186,6 @@ static void model_create(Model *m, int L, int T, int C_, int NH, int V, int B, f
         fprintf(stderr, "internal error: parameter count\n");
         exit(1);
     }
-    m->fwd_ms = xcalloc(2 * (size_t)L, sizeof(double));
-    m->bwd_ms = xcalloc(2 * (size_t)L, sizeof(double));
 
     /* What each backward needs besides its input: the LN output (for the weight gradient) and
        its mean and rstd (x-hat is recomputed from the input), the matmul inputs, the attention
@@ -216,7 +212,6 @@ static void model_create(Model *m, int L, int T, int C_, int NH, int V, int B, f
 static void model_destroy(Model *m)
 {
     free(m->params); free(m->grads); free(m->p.layer); free(m->g.layer);
-    free(m->fwd_ms); free(m->bwd_ms);
 }
 
 /* GPT-2's initialisation: weights N(0, 0.02), the residual projections N(0, 0.02/sqrt(2L)),
@@ -515,10 +510,8 @@ static ckpt_result stage_forward(const ckpt_fwd_args *args)
         ckpt_result r = ckpt_ctx_rng(args->ctx, (uint64_t)m->N * m->C / 4, &drop);
         if (r != CKPT_OK) return r;
     }
-    double t0 = now_ms();
     if (s % 2 == 0) attention_forward(m, &m->p.layer[s / 2], args->in, args->out, args->tape, m->p_drop > 0.0f ? &drop : NULL);
     else mlp_forward(m, &m->p.layer[s / 2], args->in, args->out, args->tape, m->p_drop > 0.0f ? &drop : NULL);
-    if (m->timing && args->ctx->mode == CKPT_MODE_FORWARD) m->fwd_ms[s] = now_ms() - t0;
     return CKPT_OK;
 }
 
@@ -526,14 +519,12 @@ static ckpt_result stage_backward(const ckpt_bwd_args *args)
 {
     const Model *m = args->ctx->user;
     int s = args->ctx->stage;
-    double t0 = now_ms();
     if (s % 2 == 0)
         attention_backward(m, &m->p.layer[s / 2], &m->g.layer[s / 2], args->in, args->tape,
                            args->grad_out, args->grad_in, args->workspace);
     else
         mlp_backward(m, &m->p.layer[s / 2], &m->g.layer[s / 2], args->in, args->tape, args->grad_out,
                      args->grad_in, args->workspace);
-    if (m->timing) m->bwd_ms[s] = now_ms() - t0;
     return CKPT_OK;
 }
 
@@ -799,36 +790,35 @@ static void train(Session *ss, ckpt_plan_desc *pd, Run *run)
     ckpt_chain_destroy(chain);
 }
 
-/* Measures each stage's forward and backward (median over store-all steps, after a warm-up) and
-   gives them to the planner as fwd_time and bwd_time, in ms. No parameter update. */
-static void measure_stages(Session *ss, int steps)
+/* Measures each stage's forward and backward with the library (ckpt_chain_measure: medians over
+   `steps` store-all steps, after one ordinary step that warms up and makes X[0] and G[n]) and
+   gives them to the planner as fwd_time and bwd_time, in ms. No parameter update. Returns the
+   milliseconds it took. */
+static double measure_stages(Session *ss, int steps)
 {
     Model *m = &ss->m;
     const int n = 2 * m->L;
     ckpt_plan_desc pd = {0};
     pd.policy = CKPT_POLICY_STORE_ALL;
     ckpt_result res;
+    double t0 = now_ms();
     ckpt_chain *chain = chain_open(ss, &ss->be, &pd, NULL, &res);
     CHECK(res);
-    double *f = xcalloc((size_t)n * steps, sizeof(double)), *b = xcalloc((size_t)n * steps, sizeof(double));
+    ckpt_stage_time *t = xcalloc((size_t)n, sizeof *t);
     Source src;
     source_create(&src, m->V, ss->cfg.seed + 1);
-    m->timing = 1;
-    for (int s = 0; s <= steps; s++) {
-        source_batch(&src, m, &ss->bt);
-        step(ss, chain);
-        if (s == 0) continue;               /* warm-up */
-        for (int i = 0; i < n; i++) { f[i * steps + s - 1] = m->fwd_ms[i]; b[i * steps + s - 1] = m->bwd_ms[i]; }
-    }
-    m->timing = 0;
+    source_batch(&src, m, &ss->bt);
+    step(ss, chain);                        /* warm-up; fills X[0] (bt.x0) and G[n] (bt.dout) */
+    CHECK(ckpt_chain_measure(chain, ss->bt.x0, ss->bt.dout, ss->bt.dx0, steps, t));
     for (int i = 0; i < n; i++) {
-        ss->stages[i].fwd_time = median(f + i * steps, steps);
-        ss->stages[i].bwd_time = median(b + i * steps, steps);
+        ss->stages[i].fwd_time = t[i].fwd_time;
+        ss->stages[i].bwd_time = t[i].bwd_time;
     }
-    memset(m->grads, 0, m->n_params * sizeof(float));
-    free(f); free(b);
+    memset(m->grads, 0, m->n_params * sizeof(float));   /* the measuring steps were real steps */
+    free(t);
     source_destroy(&src);
     ckpt_chain_destroy(chain);
+    return now_ms() - t0;
 }
 
 static void session_open(Session *ss, const Config *cfg)
@@ -1068,8 +1058,11 @@ int main(int argc, char **argv)
     }
 
     double t_start = now_ms();
-    measure_stages(&ss, 5);
-    printf("stage times (ms, median of 5 store-all steps), attn fwd/bwd | mlp fwd/bwd per layer:\n ");
+    enum { MEASURE_STEPS = 5 };
+    double measure_ms = measure_stages(&ss, MEASURE_STEPS);
+    printf("stage times measured by ckpt_chain_measure: 1 warm-up + %d timed store-all steps in %.0f ms\n",
+           MEASURE_STEPS, measure_ms);
+    printf("stage times (ms, medians), attn fwd/bwd | mlp fwd/bwd per layer:\n ");
     for (int l = 0; l < cfg.L; l++)
         printf(" %.2f/%.2f | %.2f/%.2f%s", ss.stages[2 * l].fwd_time, ss.stages[2 * l].bwd_time,
                ss.stages[2 * l + 1].fwd_time, ss.stages[2 * l + 1].bwd_time, l + 1 < cfg.L ? ";" : "\n");

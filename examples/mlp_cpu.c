@@ -7,7 +7,9 @@
    The model learns to imitate a fixed random "teacher" of the same shape (MSE loss, SGD). The
    program trains it from the same weights on the same data once per planner policy and prints,
    for each, the planned and measured memory, the step time, and whether the last step's
-   gradients are bit-identical to storing every activation (exit status 1 if any are not).
+   gradients are bit-identical to storing every activation (exit status 1 if any are not). The
+   stage times every plan uses are measured first by the library (ckpt_chain_measure: one warm-up
+   and three timed store-all steps, medians per block).
 
    Build (from the repository root), with OpenBLAS and OpenMP:
        cc -std=c11 -O2 -fopenmp -DCKPT_EXAMPLE_OPENBLAS examples/mlp_cpu.c -o mlp_cpu -lopenblas -lm
@@ -411,30 +413,6 @@ static ckpt_result stage_backward(const ckpt_bwd_args *args)
     return CKPT_OK;
 }
 
-/* Milliseconds of one block's forward and backward (best of 5): the planner's costs. */
-static void measure_block(Model *m, double *fwd_ms, double *bwd_ms)
-{
-    size_t nc = (size_t)m->N * m->C;
-    float *x = xcalloc(nc, sizeof(float)), *y = xcalloc(nc, sizeof(float));
-    float *dx = xcalloc(nc, sizeof(float));
-    void *tape = xcalloc(1, m->tape_bytes), *ws = xcalloc(1, m->ws_bytes);
-    Rng rng = { 12345, 0 };
-    randn(&rng, x, nc, 0.0f, 1.0f);
-    ckpt_philox drop = { .key = 1, .base = 0, .count = (nc + 3) / 4 };
-    *fwd_ms = *bwd_ms = 1e30;
-    for (int rep = 0; rep < 6; rep++) {
-        double t0 = now_ms();
-        block_forward(m, &m->p[0], x, y, tape, m->p_drop > 0.0f ? &drop : NULL);
-        double t1 = now_ms();
-        block_backward(m, &m->p[0], &m->g[0], x, tape, y, dx, ws);
-        double t2 = now_ms();
-        if (rep > 0 && t1 - t0 < *fwd_ms) *fwd_ms = t1 - t0;    /* rep 0 warms up */
-        if (rep > 0 && t2 - t1 < *bwd_ms) *bwd_ms = t2 - t1;
-    }
-    memset(m->grads, 0, m->n_params * sizeof(float));
-    free(x); free(y); free(dx); free(tape); free(ws);
-}
-
 /* ---- training -------------------------------------------------------------------------------- */
 
 typedef struct Config {
@@ -584,12 +562,55 @@ typedef struct Session {
     Config cfg;
     Model model, teacher;
     float *init;                /* the model's initial parameters: every run starts from them */
-    double fwd_ms, bwd_ms;      /* one block, measured once: every plan uses the same costs */
+    double fwd_ms, bwd_ms;      /* the blocks' mean measured times (every plan uses the same costs) */
+    double measure_ms;          /* what measuring them took */
     ckpt_stage_desc *stages;
     Batch batch;
     ckpt_backend be;            /* plain CPU backend */
     ckpt_backend engine;        /* with a copy engine (throttled to --bandwidth), for offload */
 } Session;
+
+/* Every block's forward and backward time, measured by the library: ckpt_chain_measure runs
+   MEASURE_STEPS real store-all steps after one untimed (warm-up) and gives each stage's medians
+   in ms, which become the stages' fwd_time and bwd_time: the costs every plan below uses. The
+   steps add gradients, which are zeroed after. */
+enum { MEASURE_STEPS = 3 };
+static void measure_stages(Session *ss)
+{
+    Model *m = &ss->model;
+    Batch *b = &ss->batch;
+    size_t nc = (size_t)m->N * m->C;
+    ckpt_chain_desc cd = {0};
+    cd.stages = ss->stages;
+    cd.n_stages = m->L;
+    cd.input_bytes = nc * sizeof(float);
+    cd.backend = &ss->be;
+    cd.seed = ss->cfg.seed;
+    cd.logger.fn = log_errors;
+    ckpt_chain *chain;
+    CHECK(ckpt_chain_create(&cd, &chain));
+    ckpt_plan_desc pd = {0};
+    pd.policy = CKPT_POLICY_STORE_ALL;
+    CHECK(ckpt_chain_plan(chain, &pd, NULL));
+    Rng rng = { ss->cfg.seed ^ 0x7133ULL, 0 };
+    randn(&rng, b->x, nc, 0.0f, 1.0f);
+    randn(&rng, b->dy, nc, 0.0f, 1.0f / (float)nc);
+    ckpt_stage_time *t = xcalloc((size_t)m->L, sizeof *t);
+    double t0 = now_ms();
+    CHECK(ckpt_chain_measure(chain, b->x, b->dy, b->dx, 1, NULL));
+    CHECK(ckpt_chain_measure(chain, b->x, b->dy, b->dx, MEASURE_STEPS, t));
+    ss->measure_ms = now_ms() - t0;
+    ss->fwd_ms = ss->bwd_ms = 0.0;
+    for (int l = 0; l < m->L; l++) {
+        ss->stages[l].fwd_time = t[l].fwd_time;
+        ss->stages[l].bwd_time = t[l].bwd_time;
+        ss->fwd_ms += t[l].fwd_time / m->L;
+        ss->bwd_ms += t[l].bwd_time / m->L;
+    }
+    memset(m->grads, 0, m->n_params * sizeof(float));
+    free(t);
+    ckpt_chain_destroy(chain);
+}
 
 static void session_open(Session *ss, const Config *cfg)
 {
@@ -606,7 +627,6 @@ static void session_open(Session *ss, const Config *cfg)
     ss->init = xcalloc(m->n_params, sizeof(float));
     memcpy(ss->init, m->params, m->n_params * sizeof(float));
 
-    measure_block(m, &ss->fwd_ms, &ss->bwd_ms);
     ss->stages = xcalloc(cfg->L, sizeof(ckpt_stage_desc));
     for (int l = 0; l < cfg->L; l++) {
         ckpt_stage_desc *st = &ss->stages[l];
@@ -616,8 +636,6 @@ static void session_open(Session *ss, const Config *cfg)
         st->out_bytes = (size_t)cfg->N * cfg->C * sizeof(float);
         st->tape_bytes = m->tape_bytes;
         st->bwd_workspace_bytes = m->ws_bytes;
-        st->fwd_time = ss->fwd_ms;
-        st->bwd_time = ss->bwd_ms;
         if (cfg->stream) {  /* the block's parameters are contiguous: ln_g is the first of them */
             st->host_params = m->p[l].ln_g;
             st->param_bytes = (size_t)(m->g[l].b2 + m->C - m->g[l].ln_g) * sizeof(float);
@@ -635,6 +653,7 @@ static void session_open(Session *ss, const Config *cfg)
     ed.copy_engine = 1;
     ed.copy_bandwidth = cfg->bandwidth_gbs * 1e9;
     CHECK(ckpt_cpu_backend_create(&ed, &ss->engine));
+    measure_stages(ss);
 }
 
 static void session_close(Session *ss)
@@ -740,9 +759,13 @@ int main(int argc, char **argv)
     }
 
     printf("BLAS: %s\n", EXAMPLE_BLAS);
-    printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d steps; one block: "
-           "fwd %.3f ms, bwd %.3f ms\n", cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.steps,
-           ss.fwd_ms, ss.bwd_ms);
+    printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d steps; blocks (mean of the "
+           "measured medians): fwd %.3f ms, bwd %.3f ms\n", cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop,
+           cfg.steps, ss.fwd_ms, ss.bwd_ms);
+    printf("stage times measured by ckpt_chain_measure: 1 warm-up + %d timed store-all steps in %.1f ms; "
+           "fwd/bwd per block (ms):", MEASURE_STEPS, ss.measure_ms);
+    for (int l = 0; l < cfg.L; l++) printf(" %.3f/%.3f", ss.stages[l].fwd_time, ss.stages[l].bwd_time);
+    printf("\n");
     printf("%s, %d thread%s%s; step times: medians, wall and CPU (all threads)\n", EXAMPLE_BLAS,
            ss.cfg.threads, ss.cfg.threads == 1 ? "" : "s",
 #ifdef _OPENMP

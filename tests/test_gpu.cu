@@ -13,7 +13,10 @@
      every policy (offload included) at random budgets, parameter and input gradients
      bit-identical to store-all, measured peak equal to planned, profiler ranges pushed and
      popped once per operation; then the same with the weights streamed from pinned host memory
-     (args->params, host_grads), against streamed store-all. */
+     (args->params, host_grads), against streamed store-all;
+   - ckpt_chain_measure on the device: timed through the backend's events (two records on the
+     compute stream per callback), one sample per F and B op of the plan, and its steps are
+     ordinary steps: the same gradients as two ckpt_forward/ckpt_backward steps. */
 #define CKPT_IMPLEMENTATION
 #ifdef CKPT_TEST_HIP
 #define CKPT_HIP_IMPLEMENTATION
@@ -391,11 +394,19 @@ static std::vector<float> gather(const chain_case *c) {
 
 /* Profiler ranges: the executor must push and pop once per scheduled operation. */
 static int pushes, pops, depth_bad;
+static int records;                 /* event records on the compute stream */
+static ckpt_result (*real_record)(void *state, void *event, void *stream);
+static ckpt_result count_record(void *state, void *event, void *stream) {
+    records += stream == NULL;
+    return real_record(state, event, stream);
+}
 static void count_push(void *state, const char *label) { (void)state; if (pushes - pops != 0 || !label || !label[0]) depth_bad++; pushes++; }
 static void count_pop(void *state) { (void)state; pops++; if (pops > pushes) depth_bad++; }
 
+/* Plans c at pd and runs two steps: ckpt_forward and ckpt_backward, or with `measure`
+   ckpt_chain_measure (whose samples and event records are checked). */
 static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, std::vector<float> *g, ckpt_plan_info *info,
-                       ckpt_chain_stats *stats, const ckpt_backend *be, int streamed) {
+                       ckpt_chain_stats *stats, const ckpt_backend *be, int streamed, int measure = 0) {
     ckpt_chain_desc cd;
     ckpt_chain *ch = NULL;
     ckpt_backend counted = *be;
@@ -403,6 +414,8 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, std::vector<floa
     int i, step;
     counted.range_push = count_push;
     counted.range_pop = count_pop;
+    real_record = be->event_record;
+    if (be->event_record) counted.event_record = count_record;
     pushes = pops = depth_bad = 0;
     memset(&cd, 0, sizeof cd);
     cd.stages = c->st; cd.n_stages = c->n; cd.backend = &counted; cd.seed = 0x1234567890abcdefull; cd.rng_offset = 77;
@@ -421,7 +434,28 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, std::vector<floa
     CHECK(r == CKPT_OK, "chain_create: %s", ckpt_result_string(r));
     if (r != CKPT_OK) return r;
     r = ckpt_chain_plan(ch, pd, info);
-    if (r == CKPT_OK) {
+    if (r == CKPT_OK && measure) {
+        std::vector<ckpt_stage_time> t((size_t)c->n);
+        std::vector<int> f((size_t)c->n, 0);
+        int n_ops, k, callbacks = 0;
+        const ckpt_op *ops = ckpt_plan_ops(ckpt_chain_get_plan(ch), &n_ops);
+        ckpt_result rm;
+        for (k = 0; k < n_ops; k++) {
+            if (ops[k].kind == CKPT_OP_F) f[ops[k].stage - 1]++;
+            callbacks += ops[k].kind == CKPT_OP_F || ops[k].kind == CKPT_OP_B;
+        }
+        records = 0;
+        rm = ckpt_chain_measure(ch, c->x, c->gy, c->gx, 2, t.data());
+        CHECK(rm == CKPT_OK, "measure: %s", ckpt_result_string(rm));
+        CHECK(streamed || info->n_offloaded ? records >= 2 * 2 * callbacks : records == 2 * 2 * callbacks,
+              "%d event records on the compute stream for 2 steps of %d callbacks", records, callbacks);
+        for (i = 0; i < c->n && rm == CKPT_OK; i++)
+            CHECK(t[i].fwd_count == 2 * f[i] && t[i].bwd_count == 2 && t[i].fwd_time >= 0 && t[i].bwd_time >= 0 &&
+                  t[i].fwd_time < 1e4 && t[i].bwd_time < 1e4, "stage %d: fwd %g ms (%d samples, %d F ops), bwd %g ms (%d)",
+                  i, t[i].fwd_time, t[i].fwd_count, f[i], t[i].bwd_time, t[i].bwd_count);
+        *g = gather(c);
+        ckpt_chain_get_stats(ch, stats);
+    } else if (r == CKPT_OK) {
         for (step = 0; step < 2; step++) {
             const void *out = NULL;
             ckpt_result rf = ckpt_forward(ch, c->x, &out), rb;
@@ -441,7 +475,7 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, std::vector<floa
 static void executor(const ckpt_backend *be) {
     const ckpt_policy policies[] = {CKPT_POLICY_OPTIMAL, CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K,
                                     CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY, CKPT_POLICY_OFFLOAD};
-    int ci, cases = 0, plans = 0, infeasible = 0, offloaded = 0, streamed;
+    int ci, cases = 0, plans = 0, infeasible = 0, offloaded = 0, streamed, measured = 0;
     gpu_stats bs;
     g_be = be;
     for (ci = 0; ci < 40; ci++) {
@@ -485,11 +519,42 @@ static void executor(const ckpt_backend *be) {
         }
         free_case(&c);
     }
+    for (ci = 0; ci < 6; ci++) {    /* ckpt_chain_measure: store-all, optimal and offload at 1/2 */
+        chain_case c;
+        std::vector<float> ref, got;
+        ckpt_plan_desc pd;
+        ckpt_plan_info ref_info = {}, info = {};
+        ckpt_chain_stats ref_stats = {}, stats = {};
+        int pi;
+        make_case(&c);
+        streamed = ci % 2;
+        memset(&pd, 0, sizeof pd);
+        pd.policy = CKPT_POLICY_STORE_ALL;
+        if (run(&c, &pd, &ref, &ref_info, &ref_stats, be, streamed) == CKPT_OK) {
+            for (pi = 0; pi < 3; pi++) {
+                ckpt_result r;
+                memset(&pd, 0, sizeof pd);
+                pd.policy = pi == 0 ? CKPT_POLICY_STORE_ALL : pi == 1 ? CKPT_POLICY_OPTIMAL : CKPT_POLICY_OFFLOAD;
+                pd.budget = pi ? ref_info.store_all_peak / 2 : 0;
+                pd.bandwidth = 256;
+                r = run(&c, &pd, &got, &info, &stats, be, streamed, 1);
+                if (r == CKPT_ERR_INFEASIBLE) continue;
+                CHECK(r == CKPT_OK, "measure, plan %s: %s", ckpt_policy_name(pd.policy), ckpt_result_string(r));
+                measured += r == CKPT_OK;
+                CHECK(r != CKPT_OK || (got.size() == ref.size() && memcmp(got.data(), ref.data(), ref.size() * sizeof(float)) == 0),
+                      "measure case %d policy %s: gradients differ from two ordinary store-all steps", ci,
+                      ckpt_policy_name(pd.policy));
+            }
+        }
+        free_case(&c);
+    }
     GPU(get_stats)(be, &bs);
     CHECK(bs.live_bytes == 0, "the chains left %llu bytes allocated", (unsigned long long)bs.live_bytes);
     printf("executor on the device: %d chain runs (weights kept, then streamed), %d plans run (%d offloading), "
            "%d infeasible budgets\n", cases, plans, offloaded, infeasible);
     CHECK(offloaded > 0, "no offload plan offloaded anything");
+    printf("ckpt_chain_measure on the device: %d plans measured\n", measured);
+    CHECK(measured >= 6, "only %d plans measured", measured);
 }
 
 int main(void) {
