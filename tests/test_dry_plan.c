@@ -199,7 +199,8 @@ static void dry_matches_plan(const ckpt_backend *be, int lanes) {
               (unsigned long long)di.arena, lanes, (unsigned long long)cs.arena_bytes, (unsigned long long)cnt.dev);
         offloaded += pi.n_offloaded > 0;
     }
-    CHECK(offloaded == 2, "lanes %d: %d of the 2 offload plans offload", lanes, offloaded);
+    /* the pinned pool path is exercised (with host_budget, a recompute-only plan may win) */
+    CHECK(offloaded >= 1, "lanes %d: none of the 2 offload plans offloads", lanes);
     ckpt_chain_destroy(ch);
     CHECK(cnt.dev == 0 && cnt.pin == 0, "lanes %d: %llu device, %llu pinned bytes left", lanes,
           (unsigned long long)cnt.dev, (unsigned long long)cnt.pin);
