@@ -24,12 +24,12 @@
    6. Host allocations of planning a 15-stage chain fail in turn (every one, or every k-th of
       offload's 18,000), for every policy: the same plan or CKPT_ERR_OUT_OF_HOST_MEMORY.
 
-   Usage: test_offload_planner [n_chains] (default 100; part 4b uses twice as many).
+   Usage: test_offload_planner [n_chains] (default 100, 25 unoptimised; part 4b uses twice as many).
    Exit 0 on success, 1 on any failure (each failure prints what was expected and got). */
 
 /* The exact search over all schedules costs about a second per plan at 10 stages (ten times more
    under ASan); here chains of 9..12 stages get the persistent program instead (as chains over 10
-   stages always do), which keeps the whole test near 3 s. */
+   stages always do). Optimised, the whole test takes about a minute on 2 cores. */
 #define CKPT_EXACT_SEARCH_MAX_STAGES 8
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -1094,6 +1094,16 @@ static void *af_alloc(size_t bytes, void *u) {
 }
 static void af_free(void *p, void *u) { (void)u; if (p) { af_live--; free(p); } }
 
+/* Unoptimised (sanitizer) builds plan about 10 times slower: they walk a tenth of the failure
+   points and a quarter of the random chains, which keeps the test near a minute there. */
+#ifdef __OPTIMIZE__
+#define FAIL_POINTS 2000
+#define RANDOM_CHAINS 100
+#else
+#define FAIL_POINTS 200
+#define RANDOM_CHAINS 25
+#endif
+
 static void test_alloc_failures(void) {
     ckpt_cost c[15];
     int pol;
@@ -1118,7 +1128,7 @@ static void test_alloc_failures(void) {
         calls = af_calls;
         base = af_live;
         ref_ops = ckpt_plan_ops(ref, &ref_n);
-        stride = 1 + calls / 2000;  /* offload makes about 18,000 allocations: every 10th of them */
+        stride = 1 + calls / FAIL_POINTS;  /* offload makes about 19,500 allocations: every 10th of them */
         for (k = 1; k <= calls; k += stride) {
             ckpt_result r;
             af_calls = 0; af_fail_at = k;
@@ -1152,7 +1162,7 @@ static void test_alloc_failures(void) {
 
 int main(int argc, char **argv) {
     double t0 = now_s();
-    int n_chains = argc > 1 ? atoi(argv[1]) : 100;
+    int n_chains = argc > 1 ? atoi(argv[1]) : RANDOM_CHAINS;
     test_hand();
     test_invalid();
     test_must_win();
