@@ -3338,31 +3338,32 @@ static int _ckpt_key_cmp(const void *pa, const void *pb) {
     if (x->k2 != y->k2) return x->k2 > y->k2 ? -1 : 1;
     return x->idx < y->idx ? -1 : 1;
 }
-static int _ckpt_off_cmp(const void *pa, const void *pb) {
-    const uint64_t *x = (const uint64_t *)pa, *y = (const uint64_t *)pb;
-    return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0;
-}
-
-/* Places bufs in the given order into offs; returns the arena size. iv: scratch of 2*nb. */
-static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, int nb, uint64_t *offs, uint64_t *iv) {
+/* Places bufs in the given order into offs, each at the lowest offset clear of the placed
+   buffers live with it; returns the arena size. by_off: scratch of nb, the placed buffers in
+   order of offset (kept sorted as they come, so that a placement is one linear scan). */
+static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, int nb, uint64_t *offs, uint64_t *by_off) {
     uint64_t extent = 0;
-    int i, j;
+    int i, j, m = 0;
     for (i = 0; i < nb; i++) {
         const _ckpt_buf *x = &b[order[i].idx];
         uint64_t sz = _ckpt_align_up(x->bytes), off = 0;
-        int m = 0;
-        for (j = 0; j < i; j++) {
-            const _ckpt_buf *y = &b[order[j].idx];
-            if (y->end < x->start || x->end < y->start) continue;
-            iv[2 * m] = offs[order[j].idx]; iv[2 * m + 1] = offs[order[j].idx] + _ckpt_align_up(y->bytes); m++;
-        }
-        qsort(iv, (size_t)m, 2 * sizeof(uint64_t), _ckpt_off_cmp);
+        int lo = 0, hi = m;
         for (j = 0; j < m; j++) {
-            if (iv[2 * j] >= off + sz) break;          /* fits in the gap before interval j */
-            if (iv[2 * j + 1] > off) off = iv[2 * j + 1];
+            const _ckpt_buf *y = &b[by_off[j]];
+            uint64_t yo = offs[by_off[j]];
+            if (y->end < x->start || x->end < y->start) continue;
+            if (yo >= off + sz) break;                  /* fits in the gap before y */
+            if (yo + _ckpt_align_up(y->bytes) > off) off = yo + _ckpt_align_up(y->bytes);
         }
         offs[order[i].idx] = off;
         if (off + sz > extent) extent = off + sz;
+        while (lo < hi) {                               /* after every placed buffer at offset <= off */
+            int mid = lo + (hi - lo) / 2;
+            if (offs[by_off[mid]] <= off) lo = mid + 1; else hi = mid;
+        }
+        memmove(by_off + lo + 1, by_off + lo, (size_t)(m - lo) * sizeof *by_off);
+        by_off[lo] = (uint64_t)order[i].idx;
+        m++;
     }
     return extent;
 }
@@ -3371,12 +3372,12 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
     int nb = 0, i, pass;
     _ckpt_order_key *order = (_ckpt_order_key *)_ckpt_malloc(al, (size_t)(n_bufs + 1) * sizeof *order);
     uint64_t *offs = (uint64_t *)_ckpt_calloc(al, (size_t)n_bufs + 1, sizeof(uint64_t));
-    uint64_t *iv = (uint64_t *)_ckpt_malloc(al, (size_t)(n_bufs + 1) * 2 * sizeof(uint64_t));
+    uint64_t *by_off = (uint64_t *)_ckpt_malloc(al, (size_t)(n_bufs + 1) * sizeof(uint64_t));
     int64_t *live = (int64_t *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int64_t));
     uint64_t best = UINT64_MAX, bound, rng = 0x2545F4914F6CDD1Dull;
     double work = 0;
     ckpt_result r = CKPT_OK;
-    if (!order || !offs || !iv || !live) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
+    if (!order || !offs || !by_off || !live) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
     for (i = 0; i < n_bufs; i++)
         if (bufs[i].bytes) order[nb++].idx = i;
     bound = _ckpt_peak_of(bufs, n_bufs, n_ops, 1, live);
@@ -3396,13 +3397,13 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
             }
         }
         qsort(order, (size_t)nb, sizeof *order, _ckpt_key_cmp);
-        ext = _ckpt_place(bufs, order, nb, offs, iv);
+        ext = _ckpt_place(bufs, order, nb, offs, by_off);
         work += (double)nb * (double)nb;
         if (ext < best) { best = ext; for (i = 0; i < nb; i++) bufs[order[i].idx].offset = offs[order[i].idx]; }
     }
     *arena = best == UINT64_MAX ? 0 : best;
 done:
-    _ckpt_free(al, order); _ckpt_free(al, offs); _ckpt_free(al, iv); _ckpt_free(al, live);
+    _ckpt_free(al, order); _ckpt_free(al, offs); _ckpt_free(al, by_off); _ckpt_free(al, live);
     return r;
 }
 
