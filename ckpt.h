@@ -710,8 +710,10 @@ typedef struct ckpt_plan_desc {
                                every size; with budgets up to 65,536 such units this can take
                                seconds for hundreds of stages: see bench/RESULTS.md). N = round
                                sizes up to ceil(budget/N) bytes when coarser: faster, never over
-                               budget, optimal only in that unit. info.unit says which unit was
-                               used. */
+                               budget, optimal only in that unit. A stage's output and tape are
+                               first rounded as one sum (as rotor does); if that plan's peak in
+                               bytes is over budget, each is rounded up alone. info.unit says
+                               which unit was used. */
     ckpt_logger logger;     /* where planning errors go; unset (fn NULL): none for ckpt_plan_create,
                                the chain's logger for ckpt_chain_plan */
     ckpt_allocator allocator;   /* ckpt_plan_create's host memory; ckpt_chain_plan uses the chain's */
@@ -2437,8 +2439,11 @@ static int _ckpt_dp_emit(_ckpt_dp *d, int s, int t, int f, uint64_t L, _ckpt_sch
            (!o.s2 || _ckpt_dp_emit(d, o.s2, o.t2, o.f2, L, out)) && _ckpt_opt_ops(d->al, out, &o, s, f & 1, 0);
 }
 
+/* Sizes in units, rounded up. With sum_round, T[s] is rounded so that A[s] + T[s] is the sum
+   a + t rounded up once (as rotor rounds it): never more than t rounded alone, but it may be less
+   than t alone, so a plan made that way must be checked in bytes (>>rounding). */
 static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const ckpt_cost *c, int n,
-                                  uint64_t budget, uint64_t unit, int level) {
+                                  uint64_t budget, uint64_t unit, int level, int sum_round) {
     int s, j, f;
     size_t nn = (size_t)(n + 2) * (size_t)(n + 1);
     memset(d, 0, sizeof *d);
@@ -2462,7 +2467,8 @@ static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const c
     }
 #define _CKPT_ROUND(v) (((v) + unit - 1) / unit * unit)
     for (s = 1; s <= n; s++) {
-        d->A[s] = _CKPT_ROUND(c[s - 1].a); d->T[s] = _CKPT_ROUND(c[s - 1].t);
+        d->A[s] = _CKPT_ROUND(c[s - 1].a);
+        d->T[s] = sum_round ? _CKPT_ROUND(c[s - 1].a + c[s - 1].t) - d->A[s] : _CKPT_ROUND(c[s - 1].t);
         d->WF[s] = _CKPT_ROUND(c[s - 1].wf); d->WB[s] = _CKPT_ROUND(c[s - 1].wb);
         d->pf[s] = d->pf[s - 1] + c[s - 1].f;
     }
@@ -2626,9 +2632,10 @@ static int _ckpt_dense_fits(int n, uint64_t M, int level) {
 
 /* Runs the dense or the sparse program in one unit. */
 static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                       uint64_t unit, int level, int dense, _ckpt_sched *out, uint64_t *min_peak) {
+                                       uint64_t unit, int level, int sum_round, int dense, _ckpt_sched *out,
+                                       uint64_t *min_peak) {
     _ckpt_dp d;
-    ckpt_result r = _ckpt_dp_setup(&d, al, c, n, budget, unit, level);
+    ckpt_result r = _ckpt_dp_setup(&d, al, c, n, budget, unit, level, sum_round);
     /* Exactness is owed up to 65,536 units: then only memory may stop the sparse program. */
     if (budget / unit <= 65536) { d.work_limit = 1e300; d.pool_limit = (int64_t)1 << 24; }
     if (r == CKPT_OK) {
@@ -2675,16 +2682,16 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
 /* Plans in one unit: the dense table if it fits; otherwise the sparse frontiers, and if those
    give up, the dense table in the finest unit that fits. *used gets the unit that ran. */
 static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                         uint64_t unit, int level, _ckpt_sched *out, uint64_t *used) {
+                                         uint64_t unit, int level, int sum_round, _ckpt_sched *out, uint64_t *used) {
     uint64_t mp;
     ckpt_result r;
     *used = unit;
-    if (_ckpt_dense_fits(n, budget / unit, level)) return _ckpt_persistent_in(al, c, n, budget, unit, level, 1, out, &mp);
-    r = _ckpt_persistent_in(al, c, n, budget, unit, level, 0, out, &mp);
+    if (_ckpt_dense_fits(n, budget / unit, level)) return _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
+    r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, out, &mp);
     if (r != CKPT_ERR_TOO_COMPLEX) return r;
     while (!_ckpt_dense_fits(n, budget / unit, level)) unit *= 2;
     *used = unit;
-    return _ckpt_persistent_in(al, c, n, budget, unit, level, 1, out, &mp);
+    return _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
 }
 
 /* The program's optimum under budget (at most store-all's peak: more cannot help). *min_peak is
@@ -2707,7 +2714,7 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     }
     if (!g) g = 1;
     *unit_out = g;
-    r = _ckpt_dp_setup(&d, al, c, n, budget, g, level);
+    r = _ckpt_dp_setup(&d, al, c, n, budget, g, level, 0);
     if (r == CKPT_OK) { _ckpt_dp_minpeak(&d); *min_peak = d.minp[0][_CKPT_IDX(&d, 1, n)]; }
     _ckpt_dp_free(&d);
     if (r != CKPT_OK) return r;
@@ -2716,8 +2723,16 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     if (max_units && budget / max_units >= g) unit = budget / max_units + (budget % max_units != 0);
     cap = ((uint64_t)1 << 59) / (4 * (uint64_t)n);   /* rounded sizes then sum below 2^60 */
     if (unit > cap && cap >= g) unit = cap;
-    r = _ckpt_persistent_unit(al, c, n, budget, unit, level, out, unit_out);
-    if (r == CKPT_ERR_INFEASIBLE && *unit_out != g) r = _ckpt_persistent_unit(al, c, n, budget, g, level, out, unit_out);
+    /* >>rounding: in a coarse unit, a + t rounded once first. Its sizes are never larger than
+       a and t rounded apart, so its plan is at least as fast; kept if it fits in bytes. */
+    r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, out, unit_out);
+    if (r == CKPT_OK && *unit_out != g) {
+        double t;
+        uint64_t p;
+        r = _ckpt_sched_eval_into(al, c, n, out, &t, &p);
+        if (r == CKPT_OK && p > budget) r = _ckpt_persistent_unit(al, c, n, budget, unit, level, 0, out, unit_out);
+    }
+    if (r == CKPT_ERR_INFEASIBLE && *unit_out != g) r = _ckpt_persistent_unit(al, c, n, budget, g, level, 0, out, unit_out);
     return r == CKPT_ERR_INFEASIBLE ? CKPT_ERR_TOO_COMPLEX : r;
 }
 

@@ -203,7 +203,7 @@ int main(void) {
            best, info.time, 100.0 * (best - info.time) / info.time, most_overlaps, n_copy);
     CHECK(copies_ok, "a step issued other than %d copies", 2 * info.n_offloaded);
     /* Step times are printed, not checked: speed is measured by bench/offload_cpu_bench.c. */
-#if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__)
+#if TEST_REDUCED
     printf("(overlap not checked in this build: sanitizers or no optimisation slow the callbacks' own work; under "
            "clang's ASan 5 of 12 copies overlapped on an idle machine)\n");
 #else

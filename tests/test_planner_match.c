@@ -16,7 +16,7 @@
    than the peak: then it plans lower (compared with the optimum at its fit_budget) or reports
    the budget infeasible with a larger min_budget.
    CKPT_MATCH_CASES=k sets the number of cases (default 2000; 400 of 3 to 8 stages in
-   unoptimised builds); CKPT_MATCH_OPS=1 prints the schedules of the first misses. */
+   sanitizer builds); CKPT_MATCH_OPS=1 prints the schedules of the first misses. */
 #define CKPT_EXACT_SEARCH_MAX_STAGES 0
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -81,7 +81,7 @@ static void check_form(const ckpt_cost *c, int n, uint64_t budget, int form, dou
     double t = -1.0;
     ckpt_result r;
     if (form < 2) {
-        r = _ckpt_persistent_in(NULL, c, n, budget, unit, _ckpt_dp_level(n), form == 0, &s, &mp);
+        r = _ckpt_persistent_in(NULL, c, n, budget, unit, _ckpt_dp_level(n), 0, form == 0, &s, &mp);
         if (r == CKPT_OK) t = replay(c, n, &s, &peak);
     } else {
         ckpt_plan_desc d;
@@ -163,7 +163,7 @@ int main(void) {
     int cases = 2000, i, form, fails = 0, max_n = 10;
     const char *env = getenv("CKPT_MATCH_CASES");
     clock_t t0 = clock();
-#ifndef __OPTIMIZE__
+#if TEST_REDUCED
     cases = 400;   /* the exact search of 10 stages is slow without optimisation */
     max_n = 8;
 #endif

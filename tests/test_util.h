@@ -16,6 +16,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Sanitizer builds (CKPT_TEST_SANITIZED, from CMake) and unoptimised ones run fewer random cases:
+   the sanitizers look for memory errors and undefined behaviour, which the reduced counts reach. */
+#if !defined(__OPTIMIZE__) || defined(CKPT_TEST_SANITIZED)
+#define TEST_REDUCED 1
+#else
+#define TEST_REDUCED 0
+#endif
+
 #ifndef TEST_UTIL_NO_CHECK
 static int failures = 0, checks = 0;
 #define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
