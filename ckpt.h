@@ -2216,13 +2216,6 @@ static int _ckpt_dp_add(_ckpt_dp *d, double t, uint64_t p) {
     return 1;
 }
 
-/* Minimum time of the running frontier with peak <= L (DBL_MAX if none). */
-static double _ckpt_dp_cur_best(const _ckpt_dp *d, uint64_t L) {
-    int64_t lo = 0, hi = d->cur_n;
-    while (lo < hi) { int64_t m = (lo + hi) / 2; if (d->cur[m].p <= L) lo = m + 1; else hi = m; }
-    return lo == 0 ? DBL_MAX : d->cur[lo - 1].t;
-}
-
 /* Folds the option's staircase into the running frontier: a merge by peak that keeps a point
    only if it is faster than every point of lower or equal peak. */
 static int _ckpt_dp_fold(_ckpt_dp *d) {
@@ -2361,20 +2354,29 @@ static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
     if (o->s1) { f1 = d->pool + d->fs[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; n1 = d->fl[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; }
     if (o->s2) { f2 = d->pool + d->fs[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; n2 = d->fl[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; }
     if (!n1 || !n2) return 1;
+    double tmin = (o->c + f1[n1 - 1].t) + f2[n2 - 1].t;
+    int64_t ci = 0, lo = 0, hi = d->cur_n;
+    uint64_t stop;
     L = _ckpt_max3(o->floor, f1[0].p + x, f2[0].p);
-    /* the whole staircase is dominated when the frontier is already as fast at its lowest peak */
-    if (_ckpt_dp_cur_best(d, L) <= (o->c + f1[n1 - 1].t) + f2[n2 - 1].t) return 1;
-    while (L <= d->budget) {
+    /* from peak `stop` on, the frontier is as fast as the staircase's fastest point: the rest of
+       the staircase is dominated (all of it when stop <= L) */
+    while (lo < hi) { int64_t m = (lo + hi) / 2; if (d->cur[m].t <= tmin) hi = m; else lo = m + 1; }
+    stop = lo < d->cur_n ? d->cur[lo].p : UINT64_MAX;
+    while (L <= d->budget && L < stop) {
         uint64_t nl = UINT64_MAX;
+        double t;
         while (i1 + 1 < n1 && f1[i1 + 1].p + x <= L) i1++;
         while (i2 + 1 < n2 && f2[i2 + 1].p <= L) i2++;
-        if (!_ckpt_dp_add(d, (o->c + f1[i1].t) + f2[i2].t, L)) return 0;
+        while (ci < d->cur_n && d->cur[ci].p <= L) ci++;
+        d->work += 1;
+        t = (o->c + f1[i1].t) + f2[i2].t;
+        if ((ci == 0 || t < d->cur[ci - 1].t) && !_ckpt_dp_add(d, t, L)) return 0;  /* else the fold drops it */
         if (i1 + 1 < n1) nl = f1[i1 + 1].p + x;
         if (i2 + 1 < n2 && f2[i2 + 1].p < nl) nl = f2[i2 + 1].p;
         if (nl == UINT64_MAX) break;
         L = nl;
     }
-    return _ckpt_dp_fold(d);
+    return d->cand_n ? _ckpt_dp_fold(d) : 1;
 }
 
 static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d) {

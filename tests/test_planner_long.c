@@ -247,7 +247,7 @@ static void count_warn(const char *tag, ckpt_log_level level, ckpt_result item, 
     n_warn += level == CKPT_LOG_WARN;
 }
 static void warn_on_fallback(void) {
-    enum { N = 160 };
+    enum { N = 300 };   /* 160 stages no longer fall back since the program prunes dominated points */
     static ckpt_cost c[N];
     int sizes[2] = {20, N}, j, i, fell_back = 0;
     uint32_t s = 1;
