@@ -115,8 +115,10 @@ static void check_encloses(const char *what, const ckpt_stage_time *t, double lo
         }
 }
 
-static ckpt_chain *spin_chain(ckpt_backend *be, int lanes, int stream, ckpt_stage_desc st[NS]) {
+/* A chain of the spin stages, planned store-all (*store: that plan's figures; may be NULL). */
+static ckpt_chain *spin_chain(ckpt_backend *be, int lanes, int stream, ckpt_stage_desc st[NS], ckpt_plan_info *store) {
     ckpt_chain_desc cd;
+    ckpt_plan_desc pd;
     ckpt_chain *ch = NULL;
     ckpt_result r;
     spin_stages(st, stream);
@@ -124,6 +126,10 @@ static ckpt_chain *spin_chain(ckpt_backend *be, int lanes, int stream, ckpt_stag
     cd.stages = st; cd.n_stages = NS; cd.backend = be; cd.microbatches = lanes; cd.input_bytes = 4096;
     r = ckpt_chain_create(&cd, &ch);
     CHECK(r == CKPT_OK, "chain_create: %s", ckpt_result_string(r));
+    memset(&pd, 0, sizeof pd);
+    pd.policy = CKPT_POLICY_STORE_ALL;
+    if (r == CKPT_OK) r = ckpt_chain_plan(ch, &pd, store);
+    CHECK(r == CKPT_OK, "store-all plan: %s", ckpt_result_string(r));
     return ch;
 }
 
@@ -191,13 +197,9 @@ static void test_host_clock(void) {
     ckpt_stage_time t[NS];
     ckpt_chain_stats stats;
     ckpt_chain *ch;
-    ckpt_plan_desc pd;
     ckpt_result r;
     ckpt_cpu_backend_create(NULL, &be);
-    ch = spin_chain(&be, 1, 0, st);
-    memset(&pd, 0, sizeof pd);
-    pd.policy = CKPT_POLICY_STORE_ALL;
-    CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_OK, "store-all plan");
+    ch = spin_chain(&be, 1, 0, st, NULL);
     r = ckpt_chain_measure(ch, spin_x, spin_dy, spin_dx, 1, NULL);     /* warm-up */
     CHECK(r == CKPT_OK, "warm-up: %s", ckpt_result_string(r));
     measure_spins("store-all", ch, 3, spin_dx, t);
@@ -224,10 +226,8 @@ static void test_recompute_and_replan(void) {
     ckpt_result r;
     int i;
     ckpt_cpu_backend_create(NULL, &be);
-    ch = spin_chain(&be, 1, 0, st);
+    ch = spin_chain(&be, 1, 0, st, &store);
     memset(&pd, 0, sizeof pd);
-    pd.policy = CKPT_POLICY_STORE_ALL;
-    ckpt_chain_plan(ch, &pd, &store);
     pd.policy = CKPT_POLICY_OPTIMAL;
     pd.budget = store.peak / 3;
     r = ckpt_chain_plan(ch, &pd, &unit);
@@ -279,13 +279,9 @@ static void test_lanes(void) {
     ckpt_stage_desc st[NS];
     ckpt_stage_time t[NS];
     ckpt_chain *ch;
-    ckpt_plan_desc pd;
     ckpt_result r;
     ckpt_cpu_backend_create(NULL, &be);
-    ch = spin_chain(&be, 2, 0, st);
-    memset(&pd, 0, sizeof pd);
-    pd.policy = CKPT_POLICY_STORE_ALL;
-    ckpt_chain_plan(ch, &pd, NULL);
+    ch = spin_chain(&be, 2, 0, st, NULL);
     self_reset();
     r = ckpt_chain_measure(ch, spin_x, spin_dy, spin_dx, 2, t);
     CHECK(r == CKPT_OK, "measure, 2 lanes: %s", ckpt_result_string(r));
@@ -314,17 +310,13 @@ static void test_events(void) {
     ckpt_stage_desc st[NS];
     ckpt_stage_time t[NS];
     ckpt_chain *ch;
-    ckpt_plan_desc pd;
     ckpt_result r;
     ckpt_cpu_backend_create(NULL, &cpu_be);
     be = cpu_be;
     be.compute_stream = ev_compute_stream;
     be.event_record = ev_record;
     be.event_create = ev_create;
-    ch = spin_chain(&be, 1, 0, st);
-    memset(&pd, 0, sizeof pd);
-    pd.policy = CKPT_POLICY_STORE_ALL;
-    ckpt_chain_plan(ch, &pd, NULL);
+    ch = spin_chain(&be, 1, 0, st, NULL);
     self_reset();
     records = 0;
     r = ckpt_chain_measure(ch, spin_x, spin_dy, NULL, 3, t);
@@ -357,16 +349,12 @@ static void test_streaming_waits(void) {
     ckpt_stage_time t[NS];
     ckpt_chain_stats stats;
     ckpt_chain *ch;
-    ckpt_plan_desc pd;
     ckpt_result r;
     memset(&cd, 0, sizeof cd);
     cd.copy_engine = 1;
     cd.copy_bandwidth = 20e6;
     if (ckpt_cpu_backend_create(&cd, &be) != CKPT_OK) { printf("no copy engine: streaming case skipped\n"); return; }
-    ch = spin_chain(&be, 1, 1, st);
-    memset(&pd, 0, sizeof pd);
-    pd.policy = CKPT_POLICY_STORE_ALL;
-    ckpt_chain_plan(ch, &pd, NULL);
+    ch = spin_chain(&be, 1, 1, st, NULL);
     self_reset();
     r = ckpt_chain_measure(ch, spin_x, spin_dy, NULL, 2, t);
     CHECK(r == CKPT_OK, "measure, streaming: %s", ckpt_result_string(r));
