@@ -2350,13 +2350,13 @@ static const _ckpt_fp _ckpt_fp_zero = {0.0, 0};
 static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
     const _ckpt_fp *f1 = &_ckpt_fp_zero, *f2 = &_ckpt_fp_zero;
     int i1 = 0, i2 = 0, n1 = 1, n2 = 1;
-    uint64_t L, x = o->o1;
+    int64_t ci = 0, lo = 0, hi = d->cur_n;
+    uint64_t L, stop, x = o->o1;
+    double tmin;
     if (o->s1) { f1 = d->pool + d->fs[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; n1 = d->fl[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; }
     if (o->s2) { f2 = d->pool + d->fs[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; n2 = d->fl[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; }
     if (!n1 || !n2) return 1;
-    double tmin = (o->c + f1[n1 - 1].t) + f2[n2 - 1].t;
-    int64_t ci = 0, lo = 0, hi = d->cur_n;
-    uint64_t stop;
+    tmin = (o->c + f1[n1 - 1].t) + f2[n2 - 1].t;
     L = _ckpt_max3(o->floor, f1[0].p + x, f2[0].p);
     /* from peak `stop` on, the frontier is as fast as the staircase's fastest point: the rest of
        the staircase is dominated (all of it when stop <= L) */
@@ -2728,7 +2728,7 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     /* >>rounding: in a coarse unit, a + t rounded once first. Its sizes are never larger than
        a and t rounded apart, so its plan is at least as fast; kept if it fits in bytes. */
     r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, out, unit_out);
-    if (r == CKPT_OK && *unit_out != g) {
+    if (r == CKPT_OK && unit != g) {     /* (a and t rounded apart always fit) */
         double t;
         uint64_t p;
         r = _ckpt_sched_eval_into(al, c, n, out, &t, &p);
@@ -3367,10 +3367,10 @@ static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, in
         int lo = 0, hi = m;
         for (j = 0; j < m; j++) {
             const _ckpt_buf *y = &b[by_off[j]];
-            uint64_t yo = offs[by_off[j]];
+            uint64_t yo = offs[by_off[j]], ye = yo + _ckpt_align_up(y->bytes);
             if (y->end < x->start || x->end < y->start) continue;
             if (yo >= off + sz) break;                  /* fits in the gap before y */
-            if (yo + _ckpt_align_up(y->bytes) > off) off = yo + _ckpt_align_up(y->bytes);
+            if (ye > off) off = ye;
         }
         offs[order[i].idx] = off;
         if (off + sz > extent) extent = off + sz;
