@@ -296,11 +296,13 @@ static void odd_chain(ckpt_cost *c, int n) {
     }
 }
 
-/* The rotor-style plan: rotor's options (level 0), a + t rounded once, ceil(budget / 500) units. */
-static int rotor_rounding(const ckpt_cost *c, int n, uint64_t budget, double *t) {
+/* The program's plan in one unit at an option level, a + t rounded once (sum_round) or apart:
+   1 with its time in *t if it plans and its peak in bytes fits the budget. */
+static int unit_plan(const ckpt_cost *c, int n, uint64_t budget, uint64_t unit, int level, int sum_round, double *t) {
     _ckpt_sched s = {NULL, 0, 0};
-    uint64_t mp, p, unit = budget / 500 + (budget % 500 != 0);
-    ckpt_result r = _ckpt_persistent_in(NULL, c, n, budget, unit, 0, 1, _ckpt_dense_fits(n, budget / unit, 0), &s, &mp);
+    uint64_t mp, p;
+    ckpt_result r = _ckpt_persistent_in(NULL, c, n, budget, unit, level, sum_round,
+                                        _ckpt_dense_fits(n, budget / unit, level), &s, &mp);
     if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, t, &p);
     _ckpt_free(NULL, s.ops);
     return r == CKPT_OK && p <= budget;
@@ -319,9 +321,9 @@ static void rounding_vs_rotor(void) {
         if (r0 != CKPT_OK) continue;
         ckpt_plan_destroy(pl);
         for (b = 0; b < 3; b++) {
-            uint64_t budget = sa.peak / 5 + rnd() % (sa.peak / 2), mp, unit, p, p_apart;
+            uint64_t budget = sa.peak / 5 + rnd() % (sa.peak / 2), mp, unit, p;
             double t_rotor, t, t_apart;
-            _ckpt_sched s = {NULL, 0, 0}, apart = {NULL, 0, 0};
+            _ckpt_sched s = {NULL, 0, 0};
             ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 500, &s, &mp, &unit);
             if (r == CKPT_ERR_INFEASIBLE) { _ckpt_free(NULL, s.ops); continue; }
             cases++;
@@ -329,19 +331,16 @@ static void rounding_vs_rotor(void) {
             if (r != CKPT_OK || _ckpt_sched_eval_into(NULL, c, n, &s, &t, &p) != CKPT_OK) { _ckpt_free(NULL, s.ops); continue; }
             CHECK(p <= budget, "n %d: the plan's peak %llu exceeds its budget %llu", n, (unsigned long long)p,
                   (unsigned long long)budget);
-            if (rotor_rounding(c, n, budget, &t_rotor)) {
-                int lv = _ckpt_dp_level(n);
+            /* rotor's rounding: its options (level 0), a + t rounded once, ceil(budget / 500) */
+            if (unit_plan(c, n, budget, budget / 500 + (budget % 500 != 0), 0, 1, &t_rotor)) {
                 rotor_fits++;
                 CHECK(t <= t_rotor, "n %d budget %llu: time %.17g, slower than rotor's rounding %.17g", n,
                       (unsigned long long)budget, t, t_rotor);
                 if (t < t_rotor) faster++;
                 /* what rounding a and t apart (the previous rule) gives at the same level */
-                if (_ckpt_persistent_in(NULL, c, n, budget, unit, lv, 0, _ckpt_dense_fits(n, budget / unit, lv), &apart,
-                                        &mp) == CKPT_OK &&
-                    _ckpt_sched_eval_into(NULL, c, n, &apart, &t_apart, &p_apart) == CKPT_OK && t_apart > t_rotor)
-                    apart_slower++;
+                if (unit_plan(c, n, budget, unit, _ckpt_dp_level(n), 0, &t_apart) && t_apart > t_rotor) apart_slower++;
             }
-            _ckpt_free(NULL, s.ops); _ckpt_free(NULL, apart.ops);
+            _ckpt_free(NULL, s.ops);
         }
     }
     printf("rounding at 500 units, %d chains of 20-119 stages: %d feasible cases, rotor's rounding fits in %d; "
