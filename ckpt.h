@@ -607,6 +607,8 @@ typedef struct ckpt_ctx {
     int stage;              /* 0-based stage index */
     ckpt_mode mode;
     int keep_tape;          /* forward: 1 when the tape is kept for backward, 0 when it is scratch */
+    int tape_option;        /* F and B: the tape option (0 = tape_bytes; see TAPE OPTIONS). B gets
+                               the option of the F that kept its tape */
     void *stream;           /* the backend's compute stream (NULL on the CPU backend) */
     void *user;             /* the stage's user pointer */
     const ckpt_backend *backend;    /* the chain's backend, e.g. for ckpt_cuda_philox_dropout */
@@ -626,7 +628,8 @@ typedef struct ckpt_fwd_args {
     ckpt_ctx *ctx;
     const void *in;     /* X[i-1] (the caller's input for stage 0) */
     void *out;          /* X[i], out_bytes */
-    void *tape;         /* tape_bytes (NULL if 0); always written, kept only if ctx->keep_tape */
+    void *tape;         /* the tape option's bytes (NULL if 0); always written, kept only if
+                           ctx->keep_tape */
     void *workspace;    /* fwd_workspace_bytes of scratch (NULL if 0) */
                         /* out, tape and workspace are NOT zeroed: they hold whatever was there */
     const void *params; /* parameter streaming: the device copy of the stage's host_params; else NULL */
@@ -654,6 +657,15 @@ typedef ckpt_result (*ckpt_backward_fn)(const ckpt_bwd_args *args);
 
 #define CKPT_STAGE_NO_CHECKPOINT 0x1u   /* forbid a checkpoint at this stage's input boundary */
 
+/* A stage's tape options (TAPE OPTIONS in the manual): option 0 is tape_bytes with bwd_time;
+   option k (1..n_tape_options) keeps tape_bytes of its own and makes the backward bwd_extra
+   slower, for what it leaves out and recomputes there. */
+#define CKPT_MAX_TAPE_OPTIONS 4
+typedef struct ckpt_tape_option {
+    size_t tape_bytes;
+    double bwd_extra;   /* >= 0, in the unit of the stage times */
+} ckpt_tape_option;
+
 typedef struct ckpt_stage_desc {
     const char *name;               /* for messages; NULL: "stage <i>" */
     ckpt_forward_fn forward;        /* required */
@@ -673,6 +685,8 @@ typedef struct ckpt_stage_desc {
     size_t param_bytes;
     float *host_grads;              /* float gradients, param_bytes / 4 of them, that every
                                        backward adds into; NULL: the callback keeps its own */
+    int n_tape_options;             /* options beyond option 0: 0..CKPT_MAX_TAPE_OPTIONS - 1 */
+    ckpt_tape_option tape_options[CKPT_MAX_TAPE_OPTIONS - 1];   /* options 1..n_tape_options */
 } ckpt_stage_desc;
 
 /* >>planner ------------------------------------------------------------------------------------ */
@@ -700,6 +714,9 @@ typedef struct ckpt_cost {
     double f, b;                    /* forward and backward time */
     uint64_t a, t, wf, wb;          /* output, tape, forward and backward workspace bytes */
     unsigned flags;                 /* CKPT_STAGE_* */
+    int n_options;                  /* tape options beyond option 0 (t, b): 0..CKPT_MAX_TAPE_OPTIONS - 1 */
+    uint64_t option_t[CKPT_MAX_TAPE_OPTIONS - 1];       /* option k + 1: tape bytes */
+    double option_extra[CKPT_MAX_TAPE_OPTIONS - 1];     /* option k + 1: backward time beyond b */
 } ckpt_cost;
 
 typedef struct ckpt_plan_desc {
@@ -740,6 +757,9 @@ typedef struct ckpt_op {
     ckpt_op_kind kind;
     int stage;      /* 1-based, as in the cost model; for O, P and W the boundary */
     int tape;       /* F: keep the tape; O, P and W: 1 = the tape T[stage], 0 = the boundary X[stage] */
+    int option;     /* F with tape: its tape option (0..n_options). F without tape runs the
+                       stage's scratch option whatever this says (plans write it here); other
+                       ops ignore it */
 } ckpt_op;
 
 typedef enum ckpt_guarantee {
@@ -971,6 +991,8 @@ typedef struct ckpt_stage_time {
     double bwd_time;    /* ms: median over its B ops */
     int fwd_count;      /* samples behind each median: steps x lanes x F ops of the stage in */
     int bwd_count;      /* the plan (bwd_count: steps x lanes) */
+    int bwd_option;     /* the tape option its B ops ran with (TAPE OPTIONS): bwd_time includes
+                           that option's bwd_extra */
 } ckpt_stage_time;
 
 /* Runs `steps` real training steps (forward, backward) under the plan in use, whatever its
@@ -1261,26 +1283,40 @@ static ckpt_result _ckpt_check_costs(const ckpt_cost *c, int n, const ckpt_logge
         return _CKPT_ERR(lg, CKPT_ERR_TOO_MANY_STAGES, "n_stages is %d; at most %d (CKPT_MAX_STAGES)",
                          n, CKPT_MAX_STAGES);
     for (i = 0; i < n; i++) {
-        const uint64_t parts[4] = {c[i].a, c[i].t, c[i].wf, c[i].wb};
+        uint64_t parts[4 + CKPT_MAX_TAPE_OPTIONS - 1] = {c[i].a, c[i].t, c[i].wf, c[i].wb, 0, 0, 0};
+        double b = c[i].b;      /* the slowest backward of the stage */
         int j;
+        if (c[i].n_options < 0 || c[i].n_options > CKPT_MAX_TAPE_OPTIONS - 1)
+            return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "stage %d: n_tape_options is %d; it must be 0..%d", i,
+                             c[i].n_options, CKPT_MAX_TAPE_OPTIONS - 1);
         if (!(c[i].f >= 0.0) || !(c[i].b >= 0.0) || c[i].f > DBL_MAX || c[i].b > DBL_MAX)
             return _CKPT_ERR(lg, CKPT_ERR_BAD_TIME,
                              "stage %d: fwd_time %g and bwd_time %g must be finite and >= 0", i,
                              c[i].f, c[i].b);
+        for (j = 0; j < c[i].n_options; j++) {
+            double e = c[i].option_extra[j];
+            if (!(e >= 0.0) || e > DBL_MAX)
+                return _CKPT_ERR(lg, CKPT_ERR_BAD_TIME, "stage %d: tape option %d's bwd_extra %g must be finite and >= 0",
+                                 i, j + 1, e);
+            if (e > DBL_MAX / 4 - c[i].b)
+                return _CKPT_ERR(lg, CKPT_ERR_BAD_TIME, "stage %d: tape option %d's bwd_extra %g is too large", i, j + 1, e);
+            if (c[i].b + e > b) b = c[i].b + e;
+            parts[4 + j] = c[i].option_t[j];
+        }
         /* A schedule runs each F at most n times (each B once) and the offload planner adds
            copies: the sum of all times, n + 1 times over and doubled, must stay finite. */
         max_times = DBL_MAX / (4.0 * ((double)n + 1.0));
-        if (c[i].f > max_times - times || c[i].b > max_times - times - c[i].f)
+        if (c[i].f > max_times - times || b > max_times - times - c[i].f)
             return _CKPT_ERR(lg, CKPT_ERR_BAD_TIME,
                              "stage %d: %s %g takes the sum of all stage times over %g (DBL_MAX / (4 (n + 1))): "
                              "a schedule's time could overflow; use a larger time unit", i,
-                             c[i].f > max_times - times ? "fwd_time" : "bwd_time",
-                             c[i].f > max_times - times ? c[i].f : c[i].b, max_times);
-        times += c[i].f + c[i].b;
+                             c[i].f > max_times - times ? "fwd_time" : "bwd_time (with its slowest tape option)",
+                             c[i].f > max_times - times ? c[i].f : b, max_times);
+        times += c[i].f + b;
         if (c[i].flags & ~CKPT_STAGE_NO_CHECKPOINT)
             return _CKPT_ERR(lg, CKPT_ERR_BAD_FLAGS, "stage %d: unknown flags 0x%x", i, c[i].flags);
         /* 2^56 per piece and in total keeps every sum the planner forms far from overflow. */
-        for (j = 0; j < 4; j++) {
+        for (j = 0; j < 4 + c[i].n_options; j++) {
             if (parts[j] > ((uint64_t)1 << 56) || total + parts[j] > ((uint64_t)1 << 56))
                 return _CKPT_ERR(lg, CKPT_ERR_SIZE_OVERFLOW,
                                  "stage %d: sizes add up to more than 2^56 bytes", i);
@@ -1291,16 +1327,28 @@ static ckpt_result _ckpt_check_costs(const ckpt_cost *c, int n, const ckpt_logge
 }
 
 static uint64_t _ckpt_align_up(uint64_t v) { return (v + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN; }
+
+/* >>options: tape option o of a stage (0: t and b); its scratch option is the one with the
+   smallest tape (the lowest index among equal ones), which every F without tape runs. */
+static uint64_t _ckpt_tape_of(const ckpt_cost *c, int o) { return o ? c->option_t[o - 1] : c->t; }
+static double _ckpt_bwd_of(const ckpt_cost *c, int o) { return o ? c->b + c->option_extra[o - 1] : c->b; }
+static int _ckpt_scratch_option(const ckpt_cost *c) {
+    int o, best = 0;
+    for (o = 1; o <= c->n_options; o++)
+        if (c->option_t[o - 1] < _ckpt_tape_of(c, best)) best = o;
+    return best;
+}
 /* The costs the cost model works with (see COST MODEL): every size rounded up to CKPT_ALIGN and,
    when every stage time is 0, each stage timed 1 (forward) and 2 (backward). Costs checked. */
 static void _ckpt_costs_model(const ckpt_cost *c, int n, ckpt_cost *out) {
-    int i, all_zero = 1;
+    int i, j, all_zero = 1;
     for (i = 0; i < n; i++) {
         out[i] = c[i];
         out[i].a = _ckpt_align_up(c[i].a);
         out[i].t = _ckpt_align_up(c[i].t);
         out[i].wf = _ckpt_align_up(c[i].wf);
         out[i].wb = _ckpt_align_up(c[i].wb);
+        for (j = 0; j < c[i].n_options; j++) out[i].option_t[j] = _ckpt_align_up(c[i].option_t[j]);
         if (c[i].f != 0 || c[i].b != 0) all_zero = 0;
     }
     if (all_zero)   /* no times given: assume the usual backward = 2 x forward */
@@ -1325,6 +1373,7 @@ typedef struct _ckpt_buf {
 typedef struct _ckpt_instr {
     int in, out, tape, ws, gout, gin;
     int first;              /* F: first forward of this stage in the step */
+    int opt;                /* F: the tape option it runs; B: its tape's */
     int wait_p, wait_p2;    /* F, B: P ops whose copies this op's inputs wait for; -1: none */
     int wait_o;             /* F, B: first of the O ops (chained by o_next) whose device buffer was
                                released just before this op: it waits for their copies; -1: none */
@@ -1386,6 +1435,7 @@ static uint64_t _ckpt_peak_of(const _ckpt_buf *b, int nb, int n_ops, int aligned
 typedef struct _ckpt_an_work {
     int *cur_x, *cur_t, *cur_g;             /* per boundary / stage: live buffer index or -1 */
     int *cur_hx, *cur_ht;                   /* host copies of X[i] and T[i] waiting for a P */
+    int *topt;                              /* per stage: the option of its live tape */
     int *o_op;              /* per device buffer: the O op that offloaded it, or -1 */
     int *p_op;              /* per device buffer: the P op that created it, or -1 */
     int *w_op;              /* per device buffer: the W op that released it, or -1 */
@@ -1464,7 +1514,7 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
                         pending[j--] = pending[--np];
                     }
                 }
-            dur = op->kind == CKPT_OP_F ? c[op->stage - 1].f : c[op->stage - 1].b;
+            dur = op->kind == CKPT_OP_F ? c[op->stage - 1].f : _ckpt_bwd_of(&c[op->stage - 1], in->opt);
             clock = s + dur;
             an->compute_time += dur;
         }
@@ -1496,6 +1546,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     w.cur_hx = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
     w.cur_ht = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
     w.used = (unsigned char *)_ckpt_calloc(al, (size_t)n + 1, 1);
+    w.topt = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
     w.o_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
     w.p_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
     w.w_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
@@ -1507,7 +1558,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     delta = (int64_t *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int64_t));
     pending = (int *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(int));
     copy_end = (double *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(double));
-    if (!w.cur_x || !w.cur_t || !w.cur_g || !w.cur_hx || !w.cur_ht || !w.used || !w.o_op || !w.p_op || !w.w_op || !w.last_read || !an->bufs ||
+    if (!w.cur_x || !w.cur_t || !w.cur_g || !w.cur_hx || !w.cur_ht || !w.used || !w.topt || !w.o_op || !w.p_op || !w.w_op || !w.last_read || !an->bufs ||
         !an->hbufs || !an->instr || !an->o_next || !delta || !pending || !copy_end) {
         res = CKPT_ERR_OUT_OF_HOST_MEMORY;
         goto done;
@@ -1526,6 +1577,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
         if (op->kind == CKPT_OP_F) {
             const ckpt_cost *s = &c[i - 1];
             if (op->tape != 0 && op->tape != 1) _CKPT_BAD("F tape flag must be 0 or 1");
+            if (op->tape && (op->option < 0 || op->option > s->n_options)) _CKPT_BAD("F(i, tape) names a tape option the stage does not have");
             if (i == n && fn_done) _CKPT_BAD("F(n) runs more than once");
             if (i == n && !op->tape) _CKPT_BAD("F(n) must keep its tape");
             if (w.cur_hx[i] >= 0) _CKPT_BAD("F(i) recomputes X[i] while its host copy waits for a P(i)");
@@ -1542,8 +1594,9 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
             }
             in->out = w.cur_x[i] = _ckpt_new_buf(an, s->a, k);
             w.used[i] = 0;
-            if (op->tape) in->tape = w.cur_t[i] = _ckpt_new_buf(an, s->t, k);
-            else in->tape = _ckpt_new_buf(an, s->t, k);
+            in->opt = op->tape ? op->option : _ckpt_scratch_option(s);
+            if (op->tape) { in->tape = w.cur_t[i] = _ckpt_new_buf(an, _ckpt_tape_of(s, in->opt), k); w.topt[i] = in->opt; }
+            else in->tape = _ckpt_new_buf(an, _ckpt_tape_of(s, in->opt), k);
             in->ws = _ckpt_new_buf(an, s->wf, k);
             if (i == n) { fn_done = 1; next_b = n; an->fn_op = k; w.cur_x[n] = -1; }
         } else if (op->kind == CKPT_OP_B) {
@@ -1553,6 +1606,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
             if (w.cur_t[i] < 0) _CKPT_BAD("B(i) needs T[i], which no F(i, tape) kept");
             if (w.cur_ht[i] >= 0) _CKPT_BAD("B(i) consumes T[i] while its host copy waits for a P(i, tape)");
             in->tape = w.cur_t[i];
+            in->opt = w.topt[i];
             _ckpt_an_read(an, &w, in->tape, k);
             w.cur_t[i] = -1;
             if (i >= 2) {
@@ -1585,7 +1639,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
                 in->src_op = w.p_op[in->in];    /* a prefetched buffer: the copy out waits for it */
                 w.o_op[in->in] = k;
                 in->out = cur_h[i] = an->n_hbufs;
-                an->hbufs[an->n_hbufs].bytes = op->tape ? c[i - 1].t : c[i - 1].a;
+                an->hbufs[an->n_hbufs].bytes = an->bufs[in->in].bytes;
                 an->hbufs[an->n_hbufs].start = an->hbufs[an->n_hbufs].end = k;
                 an->n_hbufs++;
                 an->n_offloads++;
@@ -1597,7 +1651,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
                 in->in = cur_h[i];
                 in->src_op = an->hbufs[cur_h[i]].start;     /* the O this P undoes made the host copy */
                 cur_h[i] = -1;
-                in->out = cur[i] = _ckpt_new_buf(an, op->tape ? c[i - 1].t : c[i - 1].a, k);
+                in->out = cur[i] = _ckpt_new_buf(an, an->hbufs[in->in].bytes, k);
                 w.p_op[in->out] = k;
                 an->hbufs[in->in].end = k;
             }
@@ -1635,7 +1689,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
 done:
     _ckpt_free(al, w.cur_x); _ckpt_free(al, w.cur_t); _ckpt_free(al, w.cur_g);
     _ckpt_free(al, w.cur_hx); _ckpt_free(al, w.cur_ht);
-    _ckpt_free(al, w.used); _ckpt_free(al, w.o_op); _ckpt_free(al, w.p_op); _ckpt_free(al, w.w_op); _ckpt_free(al, w.last_read);
+    _ckpt_free(al, w.used); _ckpt_free(al, w.topt); _ckpt_free(al, w.o_op); _ckpt_free(al, w.p_op); _ckpt_free(al, w.w_op); _ckpt_free(al, w.last_read);
     _ckpt_free(al, delta); _ckpt_free(al, pending); _ckpt_free(al, copy_end);
     if (res != CKPT_OK || !want_bufs) {
         double t = an->time, ct = an->compute_time;
@@ -1706,7 +1760,9 @@ typedef struct _ckpt_sched {
     int n_ops, cap;
 } _ckpt_sched;
 
-static int _ckpt_sched_push(const ckpt_allocator *al, _ckpt_sched *s, ckpt_op_kind kind, int stage, int tape) {
+/* Appends an op (F with tape: in tape option `option`). */
+static int _ckpt_sched_push_o(const ckpt_allocator *al, _ckpt_sched *s, ckpt_op_kind kind, int stage, int tape,
+                              int option) {
     if (s->n_ops == s->cap) {
         int cap = s->cap ? s->cap * 2 : 64;
         ckpt_op *o = (ckpt_op *)_ckpt_malloc(al, (size_t)cap * sizeof(ckpt_op));
@@ -1716,8 +1772,12 @@ static int _ckpt_sched_push(const ckpt_allocator *al, _ckpt_sched *s, ckpt_op_ki
         s->ops = o; s->cap = cap;
     }
     s->ops[s->n_ops].kind = kind; s->ops[s->n_ops].stage = stage; s->ops[s->n_ops].tape = tape;
+    s->ops[s->n_ops].option = option;
     s->n_ops++;
     return 1;
+}
+static int _ckpt_sched_push(const ckpt_allocator *al, _ckpt_sched *s, ckpt_op_kind kind, int stage, int tape) {
+    return _ckpt_sched_push_o(al, s, kind, stage, tape, 0);
 }
 
 /* rec[i] (1-based stage) = 1 when stage i belongs to a recomputed segment; start[i] = 1 when a
@@ -1869,11 +1929,12 @@ done:
 }
 
 /* >>planner: exact search over all schedules (short chains) -------------------------------------
-   Dijkstra over states (phase, live X set, live T set, used-checkpoint bits). Phase 0 is the
+   Dijkstra over states (phase, live X set, live T options, used-checkpoint bits). Phase 0 is the
    forward phase; phase k >= 1 means the next backward is B(k) and G[k] is live. After each F the
    search may drop X[i-1] or X[i] (a buffer is dropped right after its last read); B frees what
    the model says. Labels are (time, peak) lexicographic, or (peak, time) to find the smallest
-   feasible budget; both extend monotonically, so Dijkstra is exact. */
+   feasible budget; both extend monotonically, so Dijkstra is exact. The live tapes are one digit
+   per stage, in radix 2 + n_options: 0 for none, 1 + o for T[i] kept in option o. */
 struct _ckpt_heap_e { double k1; uint64_t k2; int64_t s; };
 
 typedef struct _ckpt_xs {
@@ -1881,11 +1942,12 @@ typedef struct _ckpt_xs {
     int n, nu;
     int fb_bit[16];     /* boundary j -> U bit, or -1 (the search takes at most 12 stages) */
     int64_t off[16];    /* first base index of each phase */
+    int64_t tw[16];     /* tw[j]: weight of stage j + 1's tape digit (tw[0] = 1) */
     int64_t n_states;
     double *time;
     uint64_t *peak;
     int32_t *parent;
-    uint16_t *op;       /* kind | stage << 1 | tape << 6 */
+    uint16_t *op;       /* kind | stage << 1 | tape << 6 | option << 7 */
     unsigned char *done;
     struct _ckpt_heap_e *heap;
     int64_t heap_n, heap_cap;
@@ -1933,31 +1995,33 @@ static struct _ckpt_heap_e _ckpt_xs_pop(_ckpt_xs *x) {
     return top;
 }
 
-/* State <-> (phase, X bits, T bits, U bits). X bit j-1 is X[j]; T bit i-1 is T[i]. */
-static int64_t _ckpt_xs_encode(const _ckpt_xs *x, int ph, uint32_t X, uint32_t T, uint32_t U) {
+/* State <-> (phase, X bits, T digits, U bits). X bit j-1 is X[j]; T's digit j-1 is T[j]'s. */
+static int64_t _ckpt_xs_encode(const _ckpt_xs *x, int ph, uint32_t X, int64_t T, uint32_t U) {
     int xb = ph == 0 ? x->n - 1 : ph - 1;
-    int64_t base = ph > x->n ? x->off[ph] : x->off[ph] + (int64_t)(X | (T << xb));
+    int64_t base = ph > x->n ? x->off[ph] : x->off[ph] + (int64_t)X + (T << xb);
     return (base << x->nu) | U;
 }
-static void _ckpt_xs_decode(const _ckpt_xs *x, int64_t s, int *ph, uint32_t *X, uint32_t *T, uint32_t *U) {
+static void _ckpt_xs_decode(const _ckpt_xs *x, int64_t s, int *ph, uint32_t *X, int64_t *T, uint32_t *U) {
     int64_t base = s >> x->nu;
     int p = 0, xb;
     *U = (uint32_t)(s & (((int64_t)1 << x->nu) - 1));
     while (p + 1 <= x->n + 1 && x->off[p + 1] <= base) p++;
     *ph = p;
-    if (p > x->n) { *X = *T = 0; return; }
+    if (p > x->n) { *X = 0; *T = 0; return; }
     xb = p == 0 ? x->n - 1 : p - 1;
     base -= x->off[p];
     *X = (uint32_t)(base & (((int64_t)1 << xb) - 1));
-    *T = (uint32_t)(base >> xb);
+    *T = base >> xb;
 }
+/* T[i]'s digit: 0 when not live, else 1 + its option. */
+static int _ckpt_xs_tdig(const _ckpt_xs *x, int64_t T, int i) { return (int)(T / x->tw[i - 1] % (x->c[i - 1].n_options + 2)); }
 
-static uint64_t _ckpt_xs_live(const _ckpt_xs *x, int ph, uint32_t X, uint32_t T) {
+static uint64_t _ckpt_xs_live(const _ckpt_xs *x, int ph, uint32_t X, int64_t T) {
     uint64_t L = 0;
-    int j;
+    int j, d;
     for (j = 1; j <= x->n; j++) {
         if (X & (1u << (j - 1))) L += x->c[j - 1].a;
-        if (T & (1u << (j - 1))) L += x->c[j - 1].t;
+        if ((d = _ckpt_xs_tdig(x, T, j)) != 0) L += _ckpt_tape_of(&x->c[j - 1], d - 1);
     }
     if (ph >= 1 && ph < x->n) L += x->c[ph - 1].a;   /* G[k] */
     return L;
@@ -1974,31 +2038,34 @@ static int _ckpt_xs_relax(const ckpt_allocator *al, _ckpt_xs *x, int64_t from, i
     return _ckpt_xs_push(al, x, t, p, to);
 }
 
-/* Expands F(i, tape) from a state, with every drop choice. */
+/* Expands F(i, tape) (in tape option opt; without tape, the scratch option) from a state, with
+   every drop choice. */
 static int _ckpt_xs_forward(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, int ph, uint32_t X,
-                            uint32_t T, uint32_t U, uint64_t L, uint64_t budget, int i, int tape) {
+                            int64_t T, uint32_t U, uint64_t L, uint64_t budget, int i, int tape, int opt) {
     const ckpt_cost *c = x->c;
     int n = x->n, ub_in = x->fb_bit[i - 1], ub_out = i < n ? x->fb_bit[i] : -1, d;
-    uint64_t opk = L + c[i - 1].a + c[i - 1].t + c[i - 1].wf;
+    int o = tape ? opt : _ckpt_scratch_option(&c[i - 1]);
+    uint64_t opk = L + c[i - 1].a + _ckpt_tape_of(&c[i - 1], o) + c[i - 1].wf;
     uint64_t pk = opk > x->peak[s] ? opk : x->peak[s];
     double t = x->time[s] + c[i - 1].f;
-    uint16_t code = (uint16_t)(CKPT_OP_F | (i << 1) | (tape << 6));
+    uint16_t code = (uint16_t)(CKPT_OP_F | (i << 1) | (tape << 6) | (o << 7));
+    int64_t Tk = tape ? T + (int64_t)(1 + opt) * x->tw[i - 1] : T;   /* T with T[i] kept */
     if (i >= 2 && !(X & (1u << (i - 2)))) return 1;
-    if (tape && (T & (1u << (i - 1)))) return 1;
+    if (tape && _ckpt_xs_tdig(x, T, i)) return 1;
     if (ub_in >= 0 && (U & (1u << ub_in))) return 1;
     if (opk > budget) return 1;
     if (i == n) {   /* F(n): enter the backward phase, keeping X[n-1] or dropping it (B(n) then
                        needs it recomputed) */
         uint32_t U2 = ub_in >= 0 ? (U | (1u << ub_in)) : U;
-        if (!_ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, n, X, T | (1u << (n - 1)), U2), t, pk, code)) return 0;
+        if (!_ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, n, X, Tk, U2), t, pk, code)) return 0;
         if (n < 2) return 1;
         if (ub_in >= 0) U2 &= ~(1u << ub_in);
-        return _ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, n, X & ~(1u << (n - 2)), T | (1u << (n - 1)), U2), t, pk, code);
+        return _ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, n, X & ~(1u << (n - 2)), Tk, U2), t, pk, code);
     }
     if ((ph == 0 || i < ph) && (X & (1u << (i - 1)))) return 1;    /* X[i] already live */
     for (d = 0; d < 4; d++) {
         int drop_in = d & 1, drop_out = (d >> 1) & 1;
-        uint32_t X2 = X, T2 = T, U2 = U;
+        uint32_t X2 = X, U2 = U;
         if (drop_in && i < 2) continue;
         if (ph >= 1 && i == ph) { if (drop_out) continue; drop_out = 1; }   /* X[k] is never needed */
         if (ph == 0 && drop_out && !tape) continue;                         /* would do nothing */
@@ -2006,60 +2073,63 @@ static int _ckpt_xs_forward(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, in
         if (ub_out >= 0) U2 &= ~(1u << ub_out);
         if (drop_in) { X2 &= ~(1u << (i - 2)); if (ub_in >= 0 && i >= 2) U2 &= ~(1u << ub_in); }
         if (!drop_out) X2 |= 1u << (i - 1);
-        if (tape) T2 |= 1u << (i - 1);
-        if (!_ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, ph, X2, T2, U2), t, pk, code)) return 0;
+        if (!_ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, ph, X2, Tk, U2), t, pk, code)) return 0;
     }
     return 1;
 }
 
 static int _ckpt_xs_expand(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, uint64_t budget) {
     const ckpt_cost *c = x->c;
-    int ph, i, n = x->n;
-    uint32_t X, T, U;
+    int ph, i, o, n = x->n, last;
+    uint32_t X, U;
+    int64_t T;
     uint64_t L;
     _ckpt_xs_decode(x, s, &ph, &X, &T, &U);
     if (ph > n) return 1;
     L = _ckpt_xs_live(x, ph, X, T);
-    if (ph == 0) {
-        for (i = 1; i <= n; i++) {
-            if (!_ckpt_xs_forward(al, x, s, ph, X, T, U, L, budget, i, 1)) return 0;
-            if (i < n && !_ckpt_xs_forward(al, x, s, ph, X, T, U, L, budget, i, 0)) return 0;
-        }
-        return 1;
-    }
-    /* B(k) */
-    {
-        int k = ph;
+    if (ph >= 1) {  /* B(k) */
+        int k = ph, d = _ckpt_xs_tdig(x, T, k);
         uint64_t opk = L + (k >= 2 ? c[k - 2].a : 0) + c[k - 1].wb;
-        if ((T & (1u << (k - 1))) && (k < 2 || (X & (1u << (k - 2)))) && opk <= budget) {
+        if (d && (k < 2 || (X & (1u << (k - 2)))) && opk <= budget) {
             uint64_t pk = opk > x->peak[s] ? opk : x->peak[s];
             uint32_t U2 = U;
             int64_t to;
             if (k >= 2 && x->fb_bit[k - 1] >= 0) U2 &= ~(1u << x->fb_bit[k - 1]);
             to = k == 1 ? _ckpt_xs_encode(x, n + 1, 0, 0, U2)
-                        : _ckpt_xs_encode(x, k - 1, X & ~(1u << (k - 2)), T & ~(1u << (k - 1)), U2);
-            if (!_ckpt_xs_relax(al, x, s, to, x->time[s] + c[k - 1].b, pk, (uint16_t)(CKPT_OP_B | (k << 1))))
+                        : _ckpt_xs_encode(x, k - 1, X & ~(1u << (k - 2)), T - (int64_t)d * x->tw[k - 1], U2);
+            if (!_ckpt_xs_relax(al, x, s, to, x->time[s] + _ckpt_bwd_of(&c[k - 1], d - 1), pk,
+                                (uint16_t)(CKPT_OP_B | (k << 1))))
                 return 0;
         }
-        for (i = 1; i <= k; i++) {
-            if (!_ckpt_xs_forward(al, x, s, ph, X, T, U, L, budget, i, 1)) return 0;
-            if (i < k && !_ckpt_xs_forward(al, x, s, ph, X, T, U, L, budget, i, 0)) return 0;
-        }
+    }
+    last = ph == 0 ? n : ph;
+    for (i = 1; i <= last; i++) {
+        for (o = 0; o <= c[i - 1].n_options; o++)
+            if (!_ckpt_xs_forward(al, x, s, ph, X, T, U, L, budget, i, 1, o)) return 0;
+        if (i < last && !_ckpt_xs_forward(al, x, s, ph, X, T, U, L, budget, i, 0, 0)) return 0;
     }
     return 1;
 }
 
+/* The first state index of each phase (off[0..n+2]) and the digit weights; returns the size of
+   the state space (off[n+2] << nu), below 2^46 for the at most 12 stages the search takes. */
+static int64_t _ckpt_xs_layout(const ckpt_cost *c, int n, int64_t *off, int64_t *tw) {
+    int j, nu = 0;
+    for (j = 0; j < n; j++) nu += (c[j].flags & CKPT_STAGE_NO_CHECKPOINT) ? 1 : 0;
+    tw[0] = 1;
+    for (j = 1; j <= n; j++) tw[j] = tw[j - 1] * (c[j - 1].n_options + 2);
+    off[0] = 0;
+    off[1] = ((int64_t)1 << (n - 1)) * tw[n - 1];
+    for (j = 1; j <= n; j++) off[j + 1] = off[j] + ((int64_t)1 << (j - 1)) * tw[j];
+    off[n + 2] = off[n + 1] + 1;
+    return off[n + 2] << nu;
+}
 /* Size of the state space, or -1 when it is too large to search. */
 static int64_t _ckpt_xs_size(const ckpt_cost *c, int n) {
-    int j, nu = 0;
-    int64_t base;
+    int64_t off[16], tw[16], size;
     if (n > CKPT_EXACT_SEARCH_MAX_STAGES || n > 12) return -1;
-    for (j = 0; j < n; j++) nu += (c[j].flags & CKPT_STAGE_NO_CHECKPOINT) ? 1 : 0;
-    base = ((int64_t)1 << (2 * (n - 1)));
-    for (j = 1; j <= n; j++) base += (int64_t)1 << (2 * j - 1);
-    base += 1;
-    base <<= nu;
-    return base > ((int64_t)1 << 23) ? -1 : base;   /* about 200 MB at most */
+    size = _ckpt_xs_layout(c, n, off, tw);
+    return size > ((int64_t)1 << 23) ? -1 : size;   /* about 200 MB at most */
 }
 
 /* by_peak = 0: minimum time under budget; 1: minimum peak (budget ignored). */
@@ -2073,11 +2143,7 @@ static ckpt_result _ckpt_exact_search(const ckpt_allocator *al, const ckpt_cost 
     x.c = c; x.n = n; x.by_peak = by_peak;
     for (j = 0; j < n; j++) x.fb_bit[j] = (c[j].flags & CKPT_STAGE_NO_CHECKPOINT) ? nu++ : -1;
     x.nu = nu;
-    x.off[0] = 0;
-    x.off[1] = (int64_t)1 << (2 * (n - 1));
-    for (j = 1; j <= n; j++) x.off[j + 1] = x.off[j] + ((int64_t)1 << (2 * j - 1));
-    x.off[n + 2] = x.off[n + 1] + 1;
-    x.n_states = x.off[n + 2] << nu;
+    x.n_states = _ckpt_xs_layout(c, n, x.off, x.tw);
     if (by_peak) budget = UINT64_MAX;
     x.time = (double *)_ckpt_malloc(al, (size_t)x.n_states * sizeof(double));
     x.peak = (uint64_t *)_ckpt_malloc(al, (size_t)x.n_states * sizeof(uint64_t));
@@ -2106,6 +2172,7 @@ static ckpt_result _ckpt_exact_search(const ckpt_allocator *al, const ckpt_cost 
             out->ops[j].kind = (ckpt_op_kind)(x.op[s] & 1);
             out->ops[j].stage = (x.op[s] >> 1) & 31;
             out->ops[j].tape = (x.op[s] >> 6) & 1;
+            out->ops[j].option = (x.op[s] >> 7) & 3;
         }
         if (peak_out) *peak_out = x.peak[goal];
     }
@@ -2135,6 +2202,10 @@ done:
    are rotor's persistent class; (d)-(f) drop a checkpoint or the input of a kept tape once read
    and recompute it later, which is what the optimum over all schedules does on most chains
    where persistent schedules fall short.
+   Every F that keeps a tape ((a), (b), (d), and (f) when it keeps T[s] for its caller) is one
+   option per tape option; a sub-problem that starts with a tape live (T[t] when k = 1, T[s + w]
+   when a Drop keeps one) carries that tape's option in its family. F without tape runs the
+   scratch option.
    Instead of a table indexed by memory units, each sub-problem keeps its Pareto frontier of
    (time, peak) points under the budget, so the program is exact in bytes. If the frontiers grow
    past a cap, sizes are rounded up to a coarser unit (never exceeding the budget). */
@@ -2150,6 +2221,7 @@ typedef struct _ckpt_opt {
     double c;
     uint64_t floor, o1;
     int s1, t1, f1, s2, t2, f2;
+    int opt;                /* the tape option of the tape its own F keeps */
 } _ckpt_opt;
 
 /* Seg(s,t,k) is family k; Drop(s,t,k) ending at G[s + w] (w = 0.._CKPT_DROP_WINDOW), with T[s + w]
@@ -2157,28 +2229,49 @@ typedef struct _ckpt_opt {
 #define _CKPT_DROP_WINDOW 2
 #define _CKPT_DROP(w, ke, k) (2 + 4 * (w) + 2 * (ke) + (k))
 #define _CKPT_FAMILIES (2 + 4 * (_CKPT_DROP_WINDOW + 1))
+/* With tape options a family id also carries the option of T[t] (ok, when k = 1) and of the tape
+   a Drop keeps (oke, when ke = 1). */
+#define _CKPT_FID(f, ok, oke) ((f) + _CKPT_FAMILIES * ((ok) + CKPT_MAX_TAPE_OPTIONS * (oke)))
+#define _CKPT_FIDS (_CKPT_FAMILIES * CKPT_MAX_TAPE_OPTIONS * CKPT_MAX_TAPE_OPTIONS)
+static int _ckpt_fk(int fid) { return fid % _CKPT_FAMILIES & 1; }
 
 typedef struct _ckpt_dp {
     const ckpt_cost *c;
     const ckpt_allocator *al;
     int n;
     uint64_t budget, unit;
-    uint64_t *A, *T, *WF, *WB;      /* rounded sizes, 1-based; A[0] = 0 */
+    uint64_t *A, *TS, *WF, *WB;     /* rounded sizes, 1-based; A[0] = 0; TS: the scratch tape */
+    uint64_t *TO;                   /* TO[s * CKPT_MAX_TAPE_OPTIONS + o]: option o's tape, rounded */
     double *pf;                     /* pf[i] = f_1 + ... + f_i */
     uint64_t *sweep;                /* sweep[s*(n+1)+j]: peak of F(s..j,0) without G[t] */
-    uint64_t *minp[_CKPT_FAMILIES]; /* min peak per (s,t) of each family; UINT64_MAX: none */
-    int64_t *fs[_CKPT_FAMILIES];    /* frontier start in pool, per (s,t) */
-    int32_t *fl[_CKPT_FAMILIES];    /* frontier length */
-    int level, nfam;                /* options (a)-(c); + (d); + Drop: families 0..nfam-1 */
+    uint64_t *minp[_CKPT_FIDS];     /* min peak per (s,t) of each family; UINT64_MAX: none */
+    int64_t *fs[_CKPT_FIDS];        /* frontier start in pool, per (s,t) */
+    int32_t *fl[_CKPT_FIDS];        /* frontier length */
+    int level, nfam;                /* options (a)-(c); + (d); + Drop */
+    int fam[_CKPT_FIDS];            /* the nfam family ids in use, in the order they are computed */
+    int slot[_CKPT_FIDS];           /* family id -> its index in fam (the dense table's) */
     _ckpt_opt *opts;                /* the options of one sub-problem */
     _ckpt_fp *pool, *cand, *cur, *tmp;  /* cand: one option's staircase; cur: the running frontier */
     int64_t pool_n, pool_cap, cand_n, cur_n, buf_cap, pool_limit;
     double work, work_limit;        /* points merged so far, and the allowance */
 } _ckpt_dp;
 
-/* The q-th family a (s,t) computes: k = 1 first, as option (d) of a k = 0 family reads the same
-   (s,t) with k = 1. */
-static int _ckpt_fam(const struct _ckpt_dp *d, int q) { return q < d->nfam / 2 ? 2 * q + 1 : 2 * (q - d->nfam / 2); }
+/* The family ids of a level, for at most M tape options per stage, into list (may be NULL) in
+   the order a (s,t) computes them: k = 1 first, as option (d) of a k = 0 family reads the same
+   (s,t) with k = 1. Returns how many. */
+static int _ckpt_dp_families(int level, int M, int *list) {
+    int nb = level == 0 ? 1 : level == 1 ? 2 : _CKPT_FAMILIES, n = 0, k, f, ok, oke;
+    for (k = 1; k >= 0; k--)
+        for (f = k; f < nb; f += 2) {
+            int ke = f >= 2 && ((f - 2) >> 1) & 1;
+            for (oke = 0; oke < (ke ? M : 1); oke++)
+                for (ok = 0; ok < (k ? M : 1); ok++) {
+                    if (list) list[n] = _CKPT_FID(f, ok, oke);
+                    n++;
+                }
+        }
+    return n;
+}
 
 #define _CKPT_IDX(dp, s, t) ((size_t)(s) * (size_t)((dp)->n + 1) + (size_t)(t))
 
@@ -2259,58 +2352,77 @@ static ckpt_result _ckpt_dp_commit(_ckpt_dp *d, int s, int t, int f) {
     return CKPT_OK;
 }
 
-static uint64_t _ckpt_dp_c1(const _ckpt_dp *d, int s, int t) {   /* F(s) with G[t] live */
-    return _ckpt_dp_x(d, s) + _ckpt_dp_g(d, t) + d->A[s] + d->T[s] + d->WF[s];
+static uint64_t _ckpt_dp_to(const _ckpt_dp *d, int s, int o) { return d->TO[(size_t)s * CKPT_MAX_TAPE_OPTIONS + (size_t)o]; }
+static uint64_t _ckpt_dp_c1(const _ckpt_dp *d, int s, int t, uint64_t tape) {   /* F(s) with G[t] live */
+    return _ckpt_dp_x(d, s) + _ckpt_dp_g(d, t) + d->A[s] + tape + d->WF[s];
 }
-static uint64_t _ckpt_dp_c3(const _ckpt_dp *d, int s) {   /* B(s) after the rest is done */
-    return _ckpt_dp_x(d, s) + d->T[s] + d->A[s] + _ckpt_dp_x(d, s) + d->WB[s];
+static uint64_t _ckpt_dp_c3(const _ckpt_dp *d, int s, uint64_t tape) {   /* B(s) after the rest is done */
+    return _ckpt_dp_x(d, s) + tape + d->A[s] + _ckpt_dp_x(d, s) + d->WB[s];
 }
 static int _ckpt_dp_ckpt_ok(const _ckpt_dp *d, int s) { return !(d->c[s - 1].flags & CKPT_STAGE_NO_CHECKPOINT); }
 
 /* The options of sub-problem (s,t) in family f into d->opts; returns how many. */
 static int _ckpt_dp_options(const _ckpt_dp *d, int s, int t, int f) {
     const ckpt_cost *cs = &d->c[s - 1];
-    int k = f & 1, w = f >= 2 ? (f - 2) >> 2 : -1, ke = f >= 2 ? ((f - 2) >> 1) & 1 : 0, r = s + w, no = 0, j, w2, k2;
-    uint64_t x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t), e = k ? d->T[t] : 0;
-    _ckpt_opt *o = d->opts, *p;
-#define _CKPT_OPT(K, J, C, FLOOR) (memset(&o[no], 0, sizeof o[no]), o[no].kind = (K), o[no].j = (J), \
-                                   o[no].c = (C), o[no].floor = (FLOOR), &o[no++])
+    int b = f % _CKPT_FAMILIES, ok = f / _CKPT_FAMILIES % CKPT_MAX_TAPE_OPTIONS;
+    int oke = f / (_CKPT_FAMILIES * CKPT_MAX_TAPE_OPTIONS);
+    int k = b & 1, w = b >= 2 ? (b - 2) >> 2 : -1, ke = b >= 2 ? ((b - 2) >> 1) & 1 : 0, r = s + w, no = 0;
+    int j, w2, k2, o, o2;
+    uint64_t x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t), e;
+    _ckpt_opt *op = d->opts, *p;
+#define _CKPT_OPT(K, J, C, FLOOR) (memset(&op[no], 0, sizeof op[no]), op[no].kind = (K), op[no].j = (J), \
+                                   op[no].c = (C), op[no].floor = (FLOOR), &op[no++])
 #define _CKPT_SUB(n_, S, T_, F) (p->s##n_ = (S), p->t##n_ = (T_), p->f##n_ = (F))
     if (w >= 0 && r >= t) return 0;
-    if (s == t) {
-        uint64_t pb = x + g + d->T[s] + x + d->WB[s], pf = _ckpt_dp_c1(d, s, s);
-        (void)_CKPT_OPT('a', 0, k ? cs->b : cs->f + cs->b, k || pb > pf ? pb : pf);
+    if ((k && ok > d->c[t - 1].n_options) || (ke && oke > d->c[r - 1].n_options)) return 0;
+    e = k ? _ckpt_dp_to(d, t, ok) : 0;
+    if (s == t) {   /* (a); with k = 1, T[s] is live in option ok */
+        for (o = k ? ok : 0; o <= (k ? ok : cs->n_options); o++) {
+            uint64_t to = _ckpt_dp_to(d, s, o), pb = x + g + to + x + d->WB[s], pf = _ckpt_dp_c1(d, s, s, to);
+            p = _CKPT_OPT('a', 0, k ? _ckpt_bwd_of(cs, o) : cs->f + _ckpt_bwd_of(cs, o), k || pb > pf ? pb : pf);
+            p->opt = o;
+        }
         return no;
     }
     if (w < 0) {   /* (b) */
-        uint64_t c1 = _ckpt_dp_c1(d, s, t) + e, c3 = _ckpt_dp_c3(d, s);
-        p = _CKPT_OPT('b', 0, cs->f + cs->b, c1 > c3 ? c1 : c3);
-        _CKPT_SUB(1, s + 1, t, k); p->o1 = x + d->T[s];
+        for (o = 0; o <= cs->n_options; o++) {
+            uint64_t to = _ckpt_dp_to(d, s, o), c1 = _ckpt_dp_c1(d, s, t, to) + e, c3 = _ckpt_dp_c3(d, s, to);
+            p = _CKPT_OPT('b', 0, cs->f + _ckpt_bwd_of(cs, o), c1 > c3 ? c1 : c3);
+            _CKPT_SUB(1, s + 1, t, _CKPT_FID(k, ok, 0)); p->o1 = x + to; p->opt = o;
+        }
+    } else if (r == s && ke) {   /* (f), keeping T[s] in the family's option */
+        p = _CKPT_OPT('g', 0, cs->f, _ckpt_dp_c1(d, s, t, _ckpt_dp_to(d, s, oke)) + e);
+        _CKPT_SUB(1, s + 1, t, _CKPT_FID(k, ok, 0)); p->o1 = _ckpt_dp_to(d, s, oke); p->opt = oke;
     } else {       /* (f) */
-        p = _CKPT_OPT(r == s && ke ? 'g' : 'f', 0, cs->f, _ckpt_dp_c1(d, s, t) + e);
-        _CKPT_SUB(1, s + 1, t, r == s ? k : _CKPT_DROP(w - 1, ke, k));
-        if (r == s && ke) p->o1 = d->T[s];
+        p = _CKPT_OPT('f', 0, cs->f, _ckpt_dp_c1(d, s, t, d->TS[s]) + e);
+        _CKPT_SUB(1, s + 1, t, r == s ? _CKPT_FID(k, ok, 0) : _CKPT_FID(_CKPT_DROP(w - 1, ke, k), ok, oke));
     }
     if (!_ckpt_dp_ckpt_ok(d, s)) return no;
     for (j = s; j < t; j++) {
-        uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)] + g + e, sw2 = d->sweep[_CKPT_IDX(d, s, j + 1)] + g + e;
+        uint64_t sw0 = d->sweep[_CKPT_IDX(d, s, j)], sw = sw0 + g + e;
         if (sw > d->budget) break;
         if (w < 0 || j > r) {   /* (c) */
             p = _CKPT_OPT('c', j, d->pf[j] - d->pf[s - 1], sw);
-            _CKPT_SUB(1, j + 1, t, k); p->o1 = x;
-            _CKPT_SUB(2, s, j, w < 0 ? 0 : _CKPT_DROP(w, ke, 0));
+            _CKPT_SUB(1, j + 1, t, _CKPT_FID(k, ok, 0)); p->o1 = x;
+            _CKPT_SUB(2, s, j, w < 0 ? 0 : _CKPT_FID(_CKPT_DROP(w, ke, 0), 0, oke));
         }
-        if (d->level >= 1 && (j + 1 < t || !k) && j + 1 > r && sw2 <= d->budget) {   /* (d) */
-            p = _CKPT_OPT('d', j, d->pf[j + 1] - d->pf[s - 1], sw2);
-            if (j + 1 < t) { _CKPT_SUB(1, j + 2, t, k); p->o1 = x + d->T[j + 1]; }
-            _CKPT_SUB(2, s, j + 1, w < 0 ? 1 : _CKPT_DROP(w, ke, 1));
-        }
-        for (w2 = 0; d->level >= 2 && w2 <= _CKPT_DROP_WINDOW && j + 1 + w2 < t; w2++)   /* (e) */
-            for (k2 = 0; k2 < 2 && j + 1 + w2 > r; k2++) {
-                p = _CKPT_OPT('e', j, d->pf[j] - d->pf[s - 1], sw);
-                _CKPT_SUB(1, j + 1, t, _CKPT_DROP(w2, k2, k)); p->o1 = x;
-                _CKPT_SUB(2, s, j + 1 + w2, w < 0 ? k2 : _CKPT_DROP(w, ke, k2));
+        if (d->level >= 1 && (j + 1 < t || !k) && j + 1 > r)   /* (d), F(j+1) keeping its tape in option o */
+            for (o = 0; o <= d->c[j].n_options; o++) {
+                uint64_t to = _ckpt_dp_to(d, j + 1, o), f1 = x + d->A[j] + d->A[j + 1] + to + d->WF[j + 1];
+                uint64_t sw2 = (f1 > sw0 ? f1 : sw0) + g + e;
+                if (sw2 > d->budget) continue;
+                p = _CKPT_OPT('d', j, d->pf[j + 1] - d->pf[s - 1], sw2);
+                p->opt = o;
+                if (j + 1 < t) { _CKPT_SUB(1, j + 2, t, _CKPT_FID(k, ok, 0)); p->o1 = x + to; }
+                _CKPT_SUB(2, s, j + 1, w < 0 ? _CKPT_FID(1, o, 0) : _CKPT_FID(_CKPT_DROP(w, ke, 1), o, oke));
             }
+        for (w2 = 0; d->level >= 2 && w2 <= _CKPT_DROP_WINDOW && j + 1 + w2 < t; w2++)   /* (e) */
+            for (k2 = 0; k2 < 2 && j + 1 + w2 > r; k2++)
+                for (o2 = 0; o2 <= (k2 ? d->c[j + w2].n_options : 0); o2++) {
+                    p = _CKPT_OPT('e', j, d->pf[j] - d->pf[s - 1], sw);
+                    _CKPT_SUB(1, j + 1, t, _CKPT_FID(_CKPT_DROP(w2, k2, k), ok, o2)); p->o1 = x;
+                    _CKPT_SUB(2, s, j + 1 + w2, w < 0 ? _CKPT_FID(k2, o2, 0) : _CKPT_FID(_CKPT_DROP(w, ke, k2), o2, oke));
+                }
     }
 #undef _CKPT_SUB
 #undef _CKPT_OPT
@@ -2333,7 +2445,7 @@ static void _ckpt_dp_minpeak(_ckpt_dp *d) {
     for (len = 0; len < n; len++)
         for (s = 1; s + len <= n; s++)
             for (q = 0; q < d->nfam; q++) {
-                int f = _ckpt_fam(d, q), no = _ckpt_dp_options(d, s, s + len, f);
+                int f = d->fam[q], no = _ckpt_dp_options(d, s, s + len, f);
                 uint64_t best = UINT64_MAX;
                 for (i = 0; i < no; i++) {
                     uint64_t v = _ckpt_dp_opt_minp(d, &d->opts[i]);
@@ -2385,7 +2497,7 @@ static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d) {
     for (len = 0; len < n; len++)
         for (s = 1; s + len <= n; s++)
             for (q = 0; q < d->nfam; q++) {
-                int f = _ckpt_fam(d, q);
+                int f = d->fam[q];
                 if (d->minp[f][_CKPT_IDX(d, s, s + len)] <= d->budget) {
                     int no = _ckpt_dp_options(d, s, s + len, f);
                     for (i = 0; i < no; i++)
@@ -2410,14 +2522,13 @@ static int _ckpt_opt_ops(const ckpt_allocator *al, _ckpt_sched *out, const _ckpt
     int i;
     if (!before) return o->kind == 'a' || o->kind == 'b' ? _ckpt_sched_push(al, out, CKPT_OP_B, s, 0) : 1;
     switch (o->kind) {
-    case 'a': return k || _ckpt_sched_push(al, out, CKPT_OP_F, s, 1);
-    case 'b': return _ckpt_sched_push(al, out, CKPT_OP_F, s, 1);
+    case 'a': return k || _ckpt_sched_push_o(al, out, CKPT_OP_F, s, 1, o->opt);
+    case 'b': case 'g': return _ckpt_sched_push_o(al, out, CKPT_OP_F, s, 1, o->opt);
     case 'f': return _ckpt_sched_push(al, out, CKPT_OP_F, s, 0);
-    case 'g': return _ckpt_sched_push(al, out, CKPT_OP_F, s, 1);
     default:
         for (i = s; i <= o->j; i++)
             if (!_ckpt_sched_push(al, out, CKPT_OP_F, i, 0)) return 0;
-        return o->kind != 'd' || _ckpt_sched_push(al, out, CKPT_OP_F, o->j + 1, 1);
+        return o->kind != 'd' || _ckpt_sched_push_o(al, out, CKPT_OP_F, o->j + 1, 1, o->opt);
     }
 }
 
@@ -2436,32 +2547,42 @@ static int _ckpt_dp_emit(_ckpt_dp *d, int s, int t, int f, uint64_t L, _ckpt_sch
     }
     CKPT_ASSERT(choice >= 0);
     o = d->opts[choice];   /* the recursion below reuses d->opts */
-    return _ckpt_opt_ops(d->al, out, &o, s, f & 1, 1) &&
+    return _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 1) &&
            (!o.s1 || _ckpt_dp_emit(d, o.s1, o.t1, o.f1, L - o.o1, out)) &&
-           (!o.s2 || _ckpt_dp_emit(d, o.s2, o.t2, o.f2, L, out)) && _ckpt_opt_ops(d->al, out, &o, s, f & 1, 0);
+           (!o.s2 || _ckpt_dp_emit(d, o.s2, o.t2, o.f2, L, out)) && _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 0);
 }
 
-/* Sizes in units, rounded up. With sum_round, T[s] is rounded so that A[s] + T[s] is the sum
+/* The most tape options of a stage, option 0 included. */
+static int _ckpt_max_options(const ckpt_cost *c, int n) {
+    int i, m = 1;
+    for (i = 0; i < n; i++) if (c[i].n_options + 1 > m) m = c[i].n_options + 1;
+    return m;
+}
+
+/* Sizes in units, rounded up. With sum_round, a tape is rounded so that A[s] + its size is the sum
    a + t rounded up once (as rotor rounds it): never more than t rounded alone, but it may be less
    than t alone, so a plan made that way must be checked in bytes (>>rounding). */
 static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const ckpt_cost *c, int n,
                                   uint64_t budget, uint64_t unit, int level, int sum_round) {
-    int s, j, f;
+    int s, j, q, o, M = _ckpt_max_options(c, n);
     size_t nn = (size_t)(n + 2) * (size_t)(n + 1);
     memset(d, 0, sizeof *d);
     d->c = c; d->al = al; d->n = n; d->budget = budget; d->unit = unit;
-    d->level = level; d->nfam = level == 0 ? 1 : level == 1 ? 2 : _CKPT_FAMILIES;
+    d->level = level; d->nfam = _ckpt_dp_families(level, M, d->fam);
+    for (q = 0; q < d->nfam; q++) d->slot[d->fam[q]] = q;
     d->pool_limit = (int64_t)1 << 22;
     d->work_limit = 3e8;   /* about a second; past it the dense table in a coarser unit runs */
     d->A = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
-    d->T = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
+    d->TS = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
+    d->TO = (uint64_t *)_ckpt_calloc(al, ((size_t)n + 1) * CKPT_MAX_TAPE_OPTIONS, sizeof(uint64_t));
     d->WF = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
     d->WB = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
     d->pf = (double *)_ckpt_calloc(al, (size_t)n + 1, sizeof(double));
     d->sweep = (uint64_t *)_ckpt_calloc(al, nn, sizeof(uint64_t));
-    d->opts = (_ckpt_opt *)_ckpt_calloc(al, (4 + 2 * _CKPT_DROP_WINDOW) * (size_t)n + 2, sizeof(_ckpt_opt));
-    if (!d->A || !d->T || !d->WF || !d->WB || !d->pf || !d->sweep || !d->opts) return CKPT_ERR_OUT_OF_HOST_MEMORY;
-    for (f = 0; f < _CKPT_FAMILIES; f++) {
+    d->opts = (_ckpt_opt *)_ckpt_calloc(al, (4 + 4 * (size_t)M) * (size_t)n + (size_t)M + 8, sizeof(_ckpt_opt));
+    if (!d->A || !d->TS || !d->TO || !d->WF || !d->WB || !d->pf || !d->sweep || !d->opts) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+    for (q = 0; q < d->nfam; q++) {
+        int f = d->fam[q];
         d->minp[f] = (uint64_t *)_ckpt_calloc(al, nn, sizeof(uint64_t));
         d->fs[f] = (int64_t *)_ckpt_calloc(al, nn, sizeof(int64_t));
         d->fl[f] = (int32_t *)_ckpt_calloc(al, nn, sizeof(int32_t));
@@ -2469,16 +2590,20 @@ static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const c
     }
 #define _CKPT_ROUND(v) (((v) + unit - 1) / unit * unit)
     for (s = 1; s <= n; s++) {
-        d->A[s] = _CKPT_ROUND(c[s - 1].a);
-        d->T[s] = sum_round ? _CKPT_ROUND(c[s - 1].a + c[s - 1].t) - d->A[s] : _CKPT_ROUND(c[s - 1].t);
-        d->WF[s] = _CKPT_ROUND(c[s - 1].wf); d->WB[s] = _CKPT_ROUND(c[s - 1].wb);
-        d->pf[s] = d->pf[s - 1] + c[s - 1].f;
+        const ckpt_cost *cs = &c[s - 1];
+        d->A[s] = _CKPT_ROUND(cs->a);
+        for (o = 0; o <= cs->n_options; o++)
+            d->TO[(size_t)s * CKPT_MAX_TAPE_OPTIONS + (size_t)o] =
+                sum_round ? _CKPT_ROUND(cs->a + _ckpt_tape_of(cs, o)) - d->A[s] : _CKPT_ROUND(_ckpt_tape_of(cs, o));
+        d->TS[s] = _ckpt_dp_to(d, s, _ckpt_scratch_option(cs));
+        d->WF[s] = _CKPT_ROUND(cs->wf); d->WB[s] = _CKPT_ROUND(cs->wb);
+        d->pf[s] = d->pf[s - 1] + cs->f;
     }
 #undef _CKPT_ROUND
     for (s = 1; s <= n; s++) {
         uint64_t m = 0;
         for (j = s; j <= n; j++) {
-            uint64_t v = _ckpt_dp_x(d, s) + (j > s ? d->A[j - 1] : 0) + d->A[j] + d->T[j] + d->WF[j];
+            uint64_t v = _ckpt_dp_x(d, s) + (j > s ? d->A[j - 1] : 0) + d->A[j] + d->TS[j] + d->WF[j];
             if (v > m) m = v;
             d->sweep[_CKPT_IDX(d, s, j)] = m;
         }
@@ -2489,9 +2614,9 @@ static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const c
 static void _ckpt_dp_free(_ckpt_dp *d) {
     const ckpt_allocator *al = d->al;
     int f;
-    _ckpt_free(al, d->A); _ckpt_free(al, d->T); _ckpt_free(al, d->WF); _ckpt_free(al, d->WB);
+    _ckpt_free(al, d->A); _ckpt_free(al, d->TS); _ckpt_free(al, d->TO); _ckpt_free(al, d->WF); _ckpt_free(al, d->WB);
     _ckpt_free(al, d->pf); _ckpt_free(al, d->sweep); _ckpt_free(al, d->opts);
-    for (f = 0; f < _CKPT_FAMILIES; f++) { _ckpt_free(al, d->minp[f]); _ckpt_free(al, d->fs[f]); _ckpt_free(al, d->fl[f]); }
+    for (f = 0; f < _CKPT_FIDS; f++) { _ckpt_free(al, d->minp[f]); _ckpt_free(al, d->fs[f]); _ckpt_free(al, d->fl[f]); }
     _ckpt_free(al, d->pool);
     _ckpt_free(al, d->cand); _ckpt_free(al, d->cur); _ckpt_free(al, d->tmp);
 }
@@ -2511,11 +2636,11 @@ static size_t _ckpt_tri(int n, int s, int t) {   /* index of (s,t), 1 <= s <= t 
     return (size_t)(s - 1) * (size_t)n - (size_t)(s - 1) * (size_t)(s - 2) / 2 + (size_t)(t - s);
 }
 static double *_ckpt_row(const _ckpt_dense *D, int s, int t, int f) {
-    return D->tab + (size_t)f * D->fam + _ckpt_tri(D->d->n, s, t) * (size_t)(D->M + 1);
+    return D->tab + (size_t)D->d->slot[f] * D->fam + _ckpt_tri(D->d->n, s, t) * (size_t)(D->M + 1);
 }
 static double *_ckpt_rowt(const _ckpt_dense *D, int s, int t, int f) {
     if (!D->tabt) return _ckpt_row(D, s, t, f);
-    return D->tabt + (size_t)f * D->fam + ((size_t)t * (size_t)(t - 1) / 2 + (size_t)(s - 1)) * (size_t)(D->M + 1);
+    return D->tabt + (size_t)D->d->slot[f] * D->fam + ((size_t)t * (size_t)(t - 1) / 2 + (size_t)(s - 1)) * (size_t)(D->M + 1);
 }
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -2578,7 +2703,7 @@ static void _ckpt_dense_fill(_ckpt_dense *D, const double *zeros) {
     for (s = n; s >= 1; s--)
         for (len = 0; s + len <= n; len++)
             for (q = 0; q < d->nfam; q++) {
-                int t = s + len, f = _ckpt_fam(d, q), no;
+                int t = s + len, f = d->fam[q], no;
                 double *cur = _ckpt_row(D, s, t, f);
                 for (m = 0; m <= M; m++) cur[m] = INFINITY;
                 if ((int64_t)(d->minp[f][_CKPT_IDX(d, s, t)] / d->unit) <= M) {
@@ -2596,10 +2721,10 @@ static int _ckpt_dense_emit(const _ckpt_dense *D, int s, int t, int f, int64_t m
     for (i = 0; i < no; i++)
         if (_ckpt_dense_at(D, &d->opts[i], m) == target) {
             _ckpt_opt o = d->opts[i];   /* the recursion below reuses d->opts */
-            return _ckpt_opt_ops(d->al, out, &o, s, f & 1, 1) &&
+            return _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 1) &&
                    (!o.s1 || _ckpt_dense_emit(D, o.s1, o.t1, o.f1, m - (int64_t)(o.o1 / d->unit), out)) &&
                    (!o.s2 || _ckpt_dense_emit(D, o.s2, o.t2, o.f2, m, out)) &&
-                   _ckpt_opt_ops(d->al, out, &o, s, f & 1, 0);
+                   _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 0);
         }
     CKPT_ASSERT(0);
     return 0;
@@ -2619,16 +2744,18 @@ static uint64_t _ckpt_gcd(uint64_t a, uint64_t b) { while (b) { uint64_t r = a %
 #define _CKPT_DP_DROP_STAGES 20
 #define _CKPT_DP_TAPE_STAGES 64
 static int _ckpt_dp_level(int n) { return n <= _CKPT_DP_DROP_STAGES ? 2 : n <= _CKPT_DP_TAPE_STAGES ? 1 : 0; }
-static int _ckpt_dp_nfam(int level) { return level == 0 ? 1 : level == 1 ? 2 : _CKPT_FAMILIES; }
 
-static double _ckpt_dense_bytes(int n, uint64_t M, int level) {
-    double one = (double)n * (double)(n + 1) / 2.0 * _ckpt_dp_nfam(level) * (double)(M + 1) * 8.0;
+/* nopt: the most tape options of a stage (_ckpt_max_options); they multiply the families and,
+   about as much, the work. */
+static double _ckpt_dense_bytes(int n, uint64_t M, int level, int nopt) {
+    double one = (double)n * (double)(n + 1) / 2.0 * _ckpt_dp_families(level, nopt, NULL) * (double)(M + 1) * 8.0;
     return one > (double)_CKPT_DENSE_TMAJOR_BYTES ? 2.0 * one : one;
 }
 
-static int _ckpt_dense_fits(int n, uint64_t M, int level) {
-    return M <= 65536 && _ckpt_dense_bytes(n, M, level) <= (double)_CKPT_DENSE_MAX_BYTES &&
-           (double)n * (double)n * (double)n / 6.0 * (double)M * (level == 2 ? 60.0 : level == 1 ? 4.0 : 1.0) <=
+static int _ckpt_dense_fits(int n, uint64_t M, int level, int nopt) {
+    double grow = (double)_ckpt_dp_families(level, nopt, NULL) / _ckpt_dp_families(level, 1, NULL) * nopt;
+    return M <= 65536 && _ckpt_dense_bytes(n, M, level, nopt) <= (double)_CKPT_DENSE_MAX_BYTES &&
+           (double)n * (double)n * (double)n / 6.0 * (double)M * (level == 2 ? 60.0 : level == 1 ? 4.0 : 1.0) * grow <=
                _CKPT_DENSE_MAX_WORK;
 }
 
@@ -2650,7 +2777,7 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
         _ckpt_dense D;
         double *zeros;
         size_t tab_bytes;
-        int want_t = _ckpt_dense_bytes(n, budget / unit, level) > (double)_CKPT_DENSE_TMAJOR_BYTES;
+        int want_t = _ckpt_dense_bytes(n, budget / unit, level, _ckpt_max_options(c, n)) > (double)_CKPT_DENSE_TMAJOR_BYTES;
         D.d = &d; D.M = (int64_t)(budget / unit);
         D.fam = (size_t)n * (size_t)(n + 1) / 2 * (size_t)(D.M + 1);
         tab_bytes = (size_t)d.nfam * D.fam * sizeof(double);
@@ -2687,11 +2814,12 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
                                          uint64_t unit, int level, int sum_round, _ckpt_sched *out, uint64_t *used) {
     uint64_t mp;
     ckpt_result r;
+    int nopt = _ckpt_max_options(c, n);
     *used = unit;
-    if (_ckpt_dense_fits(n, budget / unit, level)) return _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
+    if (_ckpt_dense_fits(n, budget / unit, level, nopt)) return _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
     r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, out, &mp);
     if (r != CKPT_ERR_TOO_COMPLEX) return r;
-    while (!_ckpt_dense_fits(n, budget / unit, level)) unit *= 2;
+    while (!_ckpt_dense_fits(n, budget / unit, level, nopt)) unit *= 2;
     *used = unit;
     return _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
 }
@@ -2709,10 +2837,10 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     uint64_t g = 0, unit, cap;
     ckpt_result r;
     _ckpt_dp d;
-    int i, level = _ckpt_dp_level(n);
+    int i, o, level = _ckpt_dp_level(n);
     for (i = 0; i < n; i++) {
-        g = _ckpt_gcd(g, c[i].a); g = _ckpt_gcd(g, c[i].t);
-        g = _ckpt_gcd(g, c[i].wf); g = _ckpt_gcd(g, c[i].wb);
+        g = _ckpt_gcd(g, c[i].a); g = _ckpt_gcd(g, c[i].wf); g = _ckpt_gcd(g, c[i].wb);
+        for (o = 0; o <= c[i].n_options; o++) g = _ckpt_gcd(g, _ckpt_tape_of(&c[i], o));
     }
     if (!g) g = 1;
     *unit_out = g;
@@ -2772,9 +2900,11 @@ static ckpt_result _ckpt_every_k_best(const ckpt_allocator *al, const ckpt_cost 
 
 /* Whether every size is a multiple of unit (then the program's rounding changed nothing). */
 static int _ckpt_unit_exact(const ckpt_cost *c, int n, uint64_t unit) {
-    int i;
-    for (i = 0; i < n; i++)
-        if (c[i].a % unit || c[i].t % unit || c[i].wf % unit || c[i].wb % unit) return 0;
+    int i, o;
+    for (i = 0; i < n; i++) {
+        if (c[i].a % unit || c[i].wf % unit || c[i].wb % unit) return 0;
+        for (o = 0; o <= c[i].n_options; o++) if (_ckpt_tape_of(&c[i], o) % unit) return 0;
+    }
     return 1;
 }
 
@@ -2938,7 +3068,7 @@ static int _ckpt_off_gap(const ckpt_op *ops, int n_ops, int i, int tape, int k, 
 
 static void _ckpt_ops_insert(ckpt_op *ops, int *n_ops, int pos, ckpt_op_kind kind, int stage, int tape) {
     memmove(ops + pos + 1, ops + pos, (size_t)(*n_ops - pos) * sizeof *ops);
-    ops[pos].kind = kind; ops[pos].stage = stage; ops[pos].tape = tape;
+    ops[pos].kind = kind; ops[pos].stage = stage; ops[pos].tape = tape; ops[pos].option = 0;
     (*n_ops)++;
 }
 
@@ -3014,7 +3144,12 @@ static ckpt_result _ckpt_off_insert(const _ckpt_off *o, ckpt_op *ops, int *n_ops
             double gap = 0, copy, bytes;
             int hidden;
             if ((!tape && st >= o->n) || !_ckpt_off_gap(ops, *n_ops, st, tape, k, &p, &q)) continue;
-            bytes = (double)(tape ? o->c[st - 1].t : o->c[st - 1].a);
+            if (tape) {     /* T[st] in the option of the F that kept it */
+                for (j = p; j >= 0 && !(ops[j].kind == CKPT_OP_F && ops[j].stage == st && ops[j].tape); j--) {}
+                bytes = (double)_ckpt_tape_of(&o->c[st - 1], j >= 0 ? ops[j].option : 0);
+            } else {
+                bytes = (double)o->c[st - 1].a;
+            }
             if (bytes == 0) continue;
             for (j = p + 1; j < q; j++)
                 if (ops[j].kind == CKPT_OP_F || ops[j].kind == CKPT_OP_B)
@@ -3029,7 +3164,7 @@ static ckpt_result _ckpt_off_insert(const _ckpt_off *o, ckpt_op *ops, int *n_ops
             }
         }
         if (best_i < 0) {       /* nothing idle left: wait for a copy instead */
-            ckpt_op w = {CKPT_OP_W, 0, 0};   /* set by the pick; initialised for -O3 -Wmaybe-uninitialized */
+            ckpt_op w = {CKPT_OP_W, 0, 0, 0};   /* set by the pick; initialised for -O3 -Wmaybe-uninitialized */
             int found;
             if ((r = _ckpt_off_wait_pick(o, ops, *n_ops, k, &w, &found)) != CKPT_OK) return r;   /* out of memory */
             if (!found) return CKPT_ERR_INFEASIBLE;
@@ -3296,7 +3431,10 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     info->n_recomputed = 0;
     {
         int i;
-        for (i = 0; i < s.n_ops; i++) info->n_recomputed += s.ops[i].kind == CKPT_OP_F;
+        for (i = 0; i < s.n_ops; i++) {
+            info->n_recomputed += s.ops[i].kind == CKPT_OP_F;
+            if (s.ops[i].kind == CKPT_OP_F && !s.ops[i].tape) s.ops[i].option = _ckpt_scratch_option(&c[s.ops[i].stage - 1]);
+        }
         info->n_recomputed -= n;
     }
     plan->info = *info;
@@ -3611,7 +3749,7 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
     const ckpt_logger *lg = desc ? &desc->logger : NULL;
     ckpt_chain *ch;
     ckpt_result r;
-    int i;
+    int i, j;
     if (!out) return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_chain_create: out is NULL");
     *out = NULL;
     if (!desc) return CKPT_ERR_NULL_ARGUMENT;
@@ -3649,6 +3787,11 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
         ch->costs[i].a = s->out_bytes; ch->costs[i].t = s->tape_bytes;
         ch->costs[i].wf = s->fwd_workspace_bytes; ch->costs[i].wb = s->bwd_workspace_bytes;
         ch->costs[i].flags = s->flags;
+        ch->costs[i].n_options = s->n_tape_options;
+        for (j = 0; j < s->n_tape_options && j < CKPT_MAX_TAPE_OPTIONS - 1; j++) {
+            ch->costs[i].option_t[j] = s->tape_options[j].tape_bytes;
+            ch->costs[i].option_extra[j] = s->tape_options[j].bwd_extra;
+        }
     }
     if ((r = _ckpt_check_costs(ch->costs, ch->n, lg)) != CKPT_OK || (r = _ckpt_stream_setup(ch)) != CKPT_OK) {
         ckpt_chain_destroy(ch);
@@ -4137,7 +4280,7 @@ static ckpt_result _ckpt_run_forward_op(ckpt_chain *ch, const ckpt_op *op, const
     ckpt_result r;
     memset(&ctx, 0, sizeof ctx);
     ctx.chain = ch; ctx.stage = i; ctx.keep_tape = op->tape; ctx.user = st->user; ctx.backend = &ch->be;
-    ctx.microbatch = lane;
+    ctx.microbatch = lane; ctx.tape_option = in->opt;
     ctx.stream = ch->be.compute_stream ? ch->be.compute_stream(ch->be.state) : NULL;
     ctx.mode = in->first ? CKPT_MODE_FORWARD : CKPT_MODE_RECOMPUTE;
     if (in->first) {
@@ -4182,7 +4325,7 @@ static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, cons
     ckpt_result r;
     memset(&ctx, 0, sizeof ctx);
     ctx.chain = ch; ctx.stage = i; ctx.mode = CKPT_MODE_BACKWARD; ctx.user = st->user; ctx.backend = &ch->be;
-    ctx.microbatch = lane;
+    ctx.microbatch = lane; ctx.tape_option = in->opt;
     ctx.stream = ch->be.compute_stream ? ch->be.compute_stream(ch->be.state) : NULL;
     a.ctx = &ctx;
     a.in = i == 0 ? ch->inputs[lane] : _ckpt_buf_ptr(ch, in->in, lane);
@@ -4555,7 +4698,7 @@ static ckpt_result _ckpt_eval_stage(ckpt_chain *ch, int i, const void *in, void 
     if (ch->streaming && (r = _ckpt_param_prefetch(ch, slot, i + 1 < ch->n ? i + 1 : -1)) != CKPT_OK) return r;
     memset(&ctx, 0, sizeof ctx);
     ctx.chain = ch; ctx.stage = i; ctx.mode = CKPT_MODE_EVAL; ctx.keep_tape = 0; ctx.user = st->user;
-    ctx.backend = &ch->be;
+    ctx.backend = &ch->be; ctx.tape_option = _ckpt_scratch_option(&ch->costs[i]);
     ctx.stream = ch->be.compute_stream ? ch->be.compute_stream(ch->be.state) : NULL;
     ctx._rng_cursor = *cursor;
     ctx._rng_limit = (flags & CKPT_EVAL_RNG) ? UINT64_MAX : *cursor;
@@ -4586,8 +4729,8 @@ CKPT_API ckpt_result ckpt_forward_eval(ckpt_chain *ch, const void *input, const 
     L = ch->lane_bytes / CKPT_ALIGN * CKPT_ALIGN;
     for (i = 0; i < ch->n; i++) {   /* checked first, so that a layout that does not fit runs nothing */
         const ckpt_cost *c = &ch->costs[i];
-        uint64_t need = (i ? _ckpt_align_up(ch->costs[i - 1].a) : 0) + _ckpt_align_up(c->a) + _ckpt_align_up(c->t) +
-                        _ckpt_align_up(c->wf);
+        uint64_t need = (i ? _ckpt_align_up(ch->costs[i - 1].a) : 0) + _ckpt_align_up(c->a) +
+                        _ckpt_tape_of(c, _ckpt_scratch_option(c)) + _ckpt_align_up(c->wf);
         if (need > L)
             return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_DEVICE_MEMORY, "ckpt_forward_eval: stage %d (%s) needs %llu bytes, "
                              "more than the %llu of one lane of the arena", i, _ckpt_stage_name(ch, i),
@@ -4599,7 +4742,7 @@ CKPT_API ckpt_result ckpt_forward_eval(ckpt_chain *ch, const void *input, const 
     cursor = ch->rng_next;      /* the ranges the next training forward draws; not consumed */
     for (i = 0; i < ch->n && r == CKPT_OK; i++) {
         const ckpt_cost *c = &ch->costs[i];
-        uint64_t a = _ckpt_align_up(c->a), x_off, t_off;
+        uint64_t a = _ckpt_align_up(c->a), ts = _ckpt_tape_of(c, _ckpt_scratch_option(c)), x_off, t_off;
         char *base = (char *)ch->arena;
         if (i % 2 == 0) {       /* X[i+1] (1-based) at the bottom, X[i] at the top */
             x_off = 0; t_off = a;
@@ -4607,11 +4750,11 @@ CKPT_API ckpt_result ckpt_forward_eval(ckpt_chain *ch, const void *input, const 
             x_off = L - a; t_off = _ckpt_align_up(ch->costs[i - 1].a);
         }
         hi = c->a ? x_off + c->a : 0;
-        if (c->t && t_off + c->t > hi) hi = t_off + c->t;
-        if (c->wf && t_off + _ckpt_align_up(c->t) + c->wf > hi) hi = t_off + _ckpt_align_up(c->t) + c->wf;
+        if (ts && t_off + ts > hi) hi = t_off + ts;
+        if (c->wf && t_off + ts + c->wf > hi) hi = t_off + ts + c->wf;
         if (hi > ch->stats.arena_high_water) ch->stats.arena_high_water = hi;
-        r = _ckpt_eval_stage(ch, i, in, c->a ? base + x_off : NULL, c->t ? base + t_off : NULL,
-                             c->wf ? base + t_off + _ckpt_align_up(c->t) : NULL, &cursor, flags);
+        r = _ckpt_eval_stage(ch, i, in, c->a ? base + x_off : NULL, ts ? base + t_off : NULL,
+                             c->wf ? base + t_off + ts : NULL, &cursor, flags);
         in = c->a ? base + x_off : NULL;
     }
     if (hb) ch->hooks.restore(ch->hook_state + (size_t)ch->n * ch->lanes * hb, ch->hooks.user);

@@ -126,7 +126,7 @@ static void invalid_arguments(ckpt_backend *be) {
         CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_ERR_BAD_K && strstr(last_msg, "ckpt_plan_desc.k"), "k < 0 '%s'", last_msg);
         pd.k = N + 1;
         CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_ERR_BAD_K, "k > n");
-        ops[0].kind = CKPT_OP_B; ops[0].stage = 1; ops[0].tape = 0;
+        ops[0].kind = CKPT_OP_B; ops[0].stage = 1; ops[0].tape = 0; ops[0].option = 0;
         CHECK(ckpt_chain_set_schedule(ch, ops, 1, NULL) == CKPT_ERR_BAD_SCHEDULE, "invalid schedule");
         CHECK(ckpt_chain_set_schedule(ch, ops, -1, NULL) == CKPT_ERR_BAD_INDEX, "negative n_ops");
         pd.policy = CKPT_POLICY_OPTIMAL; pd.k = 0;
@@ -187,7 +187,7 @@ static void invalid_arguments(ckpt_backend *be) {
 
     /* the planner API on its own */
     {
-        ckpt_cost c[2];
+        ckpt_cost c[2] = {{0}};
         ckpt_plan *plan = (ckpt_plan *)&plan;
         ckpt_plan_info info;
         memset(c, 0, sizeof c);
@@ -242,7 +242,7 @@ static void invalid_arguments(ckpt_backend *be) {
 static void allocator_and_desc(void) {
     ckpt_backend backend, *be = &backend;   /* its arena memory goes through the allocator too */
     ckpt_cpu_desc bd;
-    ckpt_cost c[6];
+    ckpt_cost c[6] = {{0}};
     ckpt_plan_desc pd;
     ckpt_plan_info info;
     ckpt_plan *plan = NULL;
@@ -492,7 +492,7 @@ static int documented(ckpt_result r) {
            r == CKPT_ERR_TOO_COMPLEX || r == CKPT_ERR_BAD_K || r == CKPT_ERR_OUT_OF_DEVICE_MEMORY;
 }
 static void huge_times(ckpt_backend *be) {
-    ckpt_cost c[8];
+    ckpt_cost c[8] = {{0}};
     ckpt_plan_desc pd;
     ckpt_plan *plan = NULL;
     ckpt_plan_info info;

@@ -136,7 +136,7 @@ static void make_case(chain_case *c) {
 
 /* The plan's peak with every buffer rounded up to CKPT_ALIGN: the arena an ideal layout needs. */
 static uint64_t aligned_peak(const chain_case *c, const ckpt_plan *plan) {
-    ckpt_cost cost[MAXN];
+    ckpt_cost cost[MAXN] = {{0}};
     const ckpt_op *ops;
     int i, n_ops;
     uint64_t peak = 0;

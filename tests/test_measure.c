@@ -218,7 +218,7 @@ static void test_recompute_and_replan(void) {
     ckpt_backend be;
     ckpt_stage_desc st[NS];
     ckpt_stage_time t[NS], bad[NS], zero[NS];
-    ckpt_cost c[NS];
+    ckpt_cost c[NS] = {{0}};
     ckpt_chain *ch;
     ckpt_plan_desc pd;
     ckpt_plan_info store, info, ref, unit;

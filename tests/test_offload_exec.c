@@ -96,13 +96,13 @@ static ckpt_result hand_step(ckpt_backend *be, const ckpt_op *ops, int n_ops, fl
 
 static void hazards(ckpt_backend *slow) {
     /* O of X1 right after P of X1 brought it back; P of X2 that F2+ rewrites unread */
-    static const ckpt_op o_after_p[] = {{CKPT_OP_F, 1, 1}, {CKPT_OP_O, 1, 1}, {CKPT_OP_O, 1, 0}, {CKPT_OP_F, 2, 0},
-                                        {CKPT_OP_P, 1, 1}, {CKPT_OP_P, 1, 0}, {CKPT_OP_O, 1, 0}, {CKPT_OP_F, 2, 1},
-                                        {CKPT_OP_F, 3, 1}, {CKPT_OP_P, 1, 0}, {CKPT_OP_B, 3, 0}, {CKPT_OP_B, 2, 0},
-                                        {CKPT_OP_B, 1, 0}};
-    static const ckpt_op p_unread[] = {{CKPT_OP_F, 1, 1}, {CKPT_OP_F, 2, 0}, {CKPT_OP_O, 1, 1}, {CKPT_OP_O, 2, 0},
-                                       {CKPT_OP_P, 1, 1}, {CKPT_OP_P, 2, 0}, {CKPT_OP_F, 2, 1}, {CKPT_OP_F, 3, 1},
-                                       {CKPT_OP_B, 3, 0}, {CKPT_OP_B, 2, 0}, {CKPT_OP_B, 1, 0}};
+    static const ckpt_op o_after_p[] = {{CKPT_OP_F, 1, 1, 0}, {CKPT_OP_O, 1, 1, 0}, {CKPT_OP_O, 1, 0, 0}, {CKPT_OP_F, 2, 0, 0},
+                                        {CKPT_OP_P, 1, 1, 0}, {CKPT_OP_P, 1, 0, 0}, {CKPT_OP_O, 1, 0, 0}, {CKPT_OP_F, 2, 1, 0},
+                                        {CKPT_OP_F, 3, 1, 0}, {CKPT_OP_P, 1, 0, 0}, {CKPT_OP_B, 3, 0, 0}, {CKPT_OP_B, 2, 0, 0},
+                                        {CKPT_OP_B, 1, 0, 0}};
+    static const ckpt_op p_unread[] = {{CKPT_OP_F, 1, 1, 0}, {CKPT_OP_F, 2, 0, 0}, {CKPT_OP_O, 1, 1, 0}, {CKPT_OP_O, 2, 0, 0},
+                                       {CKPT_OP_P, 1, 1, 0}, {CKPT_OP_P, 2, 0, 0}, {CKPT_OP_F, 2, 1, 0}, {CKPT_OP_F, 3, 1, 0},
+                                       {CKPT_OP_B, 3, 0, 0}, {CKPT_OP_B, 2, 0, 0}, {CKPT_OP_B, 1, 0, 0}};
     static float ref[W + N], got[W + N];
     ckpt_backend plain;
     int c;

@@ -102,7 +102,7 @@ static int parse_ops(const char *s, ckpt_op *ops, int cap) {
         if (end == s + 1 || n >= cap) return -1;
         op.stage = (int)v;
         s = end;
-        if (*s == '+' || *s == 't') { op.tape = 1; s++; }
+        if (*s == '+' || *s == 't') { op.tape = 1; op.option = 0; s++; }
         ops[n++] = op;
     }
     return n;
@@ -199,7 +199,7 @@ static void read_version(int v, int k) {
 
 static int osim(const ckpt_cost *user_costs, int n, const ckpt_op *ops, int n_ops, double bw_d2h, double bw_h2d,
                 osim_result *r) {
-    ckpt_cost c[MAXN];  /* the model's sizes: each rounded up to CKPT_ALIGN (all-zero times: 1, 2) */
+    ckpt_cost c[MAXN] = {{0}};  /* the model's sizes: each rounded up to CKPT_ALIGN (all-zero times: 1, 2) */
     int cur[NBUF];      /* current version of each buffer, -1 none */
     int off[NBUF];      /* pair holding the buffer offloaded, -1 none */
     int nock_used[MAXN + 2];
@@ -435,7 +435,7 @@ static void check_hand(const char *name, const ckpt_cost *hand, int n, const cha
                        double want_time, uint64_t want_peak, uint64_t want_host) {
     /* The figures are worked out in bytes; the model rounds every size up to CKPT_ALIGN (256), so
        the chain runs with sizes and link 256 times the hand ones: same times, peaks x 256. */
-    ckpt_cost c[MAXN];
+    ckpt_cost c[MAXN] = {{0}};
     int i;
     ckpt_op ops[256];
     int n_ops = parse_ops(sched, ops, 256), bad = -7;
@@ -484,7 +484,7 @@ static void fill_chain(ckpt_cost *c, int n, double f, double b, uint64_t a, uint
 }
 
 static void test_hand(void) {
-    ckpt_cost c[3], cx[3];
+    ckpt_cost c[3] = {{0}}, cx[3] = {{0}};
     /* Chain H: 3 stages, f = 1, b = 2, a = 10, t = 90. Store-all: during F3+ X1 T1 X2 T2, X3 (X[n]
        counts during F(n)) and T3: 10+90+10+90+10+90 = 300; time 3 x (1 + 2) = 9. */
     fill_chain(c, 3, 1, 2, 10, 90);
@@ -599,7 +599,7 @@ static void check_bad_str(const char *name, const ckpt_cost *c, int n, const cha
 }
 
 static void test_invalid(void) {
-    ckpt_cost c[3], cn[3];
+    ckpt_cost c[3] = {{0}}, cn[3] = {{0}};
     ckpt_op ops[64];
     int n_ops, bad;
     ckpt_sim s;
@@ -632,12 +632,12 @@ static void test_invalid(void) {
 
     /* Bad tape flags on O and P. */
     n_ops = parse_ops("F1+ O1t F2+ F3+ B3 B2 P1t B1", ops, 64);
-    ops[1].tape = 2;
+    ops[1].tape = 2; ops[1].option = 0;
     check_bad("O with tape flag 2", c, 3, ops, n_ops);
-    ops[1].tape = 1;
-    ops[6].tape = -1;
+    ops[1].tape = 1; ops[1].option = 0;
+    ops[6].tape = -1; ops[6].option = 0;
     check_bad("P with tape flag -1", c, 3, ops, n_ops);
-    ops[6].tape = 0;
+    ops[6].tape = 0; ops[6].option = 0;
     check_bad("O of T1, P of X1", c, 3, ops, n_ops);
 
     /* No-checkpoint stage 2: F2 may not run twice from the same X1. Bringing X1 back with P is
@@ -783,7 +783,7 @@ static int plan_and_check(const ckpt_cost *c, int n, ckpt_policy pol, uint64_t b
 }
 
 static void test_random(int n_chains) {
-    ckpt_cost c[MAXN];
+    ckpt_cost c[MAXN] = {{0}};
     int ch, j, below_feasible = 0, below_infeasible = 0, plans = 0, with_host = 0;
     for (ch = 0; ch < n_chains; ch++) {
         int n = ch < 12 ? ch + 1 : rnd_int(1, 12);
@@ -907,7 +907,7 @@ static int insert_pairs(const ckpt_cost *c, int n, const ckpt_op *src, int n_src
                     list[n_ins].order = n_ins;
                     list[n_ins].op.kind = (x & 1) ? CKPT_OP_P : CKPT_OP_O;
                     list[n_ins].op.stage = i;
-                    list[n_ins].op.tape = buf;
+                    list[n_ins].op.tape = buf; list[n_ins].op.option = 0;
                     n_ins++;
                 }
                 continue;
@@ -918,7 +918,7 @@ static int insert_pairs(const ckpt_cost *c, int n, const ckpt_op *src, int n_src
             list[n_ins].order = n_ins;     /* (at one position, ops keep the order they were made in) */
             list[n_ins].op.kind = CKPT_OP_O;
             list[n_ins].op.stage = i;
-            list[n_ins].op.tape = buf;
+            list[n_ins].op.tape = buf; list[n_ins].op.option = 0;
             n_ins++;
             if (rnd_chance(30)) {   /* a W between them, after the last read of X[i] (by F(i+1)) */
                 int lo = o_at;
@@ -929,7 +929,7 @@ static int insert_pairs(const ckpt_cost *c, int n, const ckpt_op *src, int n_src
                     list[n_ins].order = n_ins;
                     list[n_ins].op.kind = CKPT_OP_W;
                     list[n_ins].op.stage = i;
-                    list[n_ins].op.tape = buf;
+                    list[n_ins].op.tape = buf; list[n_ins].op.option = 0;
                     n_ins++;
                 }
             }
@@ -937,7 +937,7 @@ static int insert_pairs(const ckpt_cost *c, int n, const ckpt_op *src, int n_src
             list[n_ins].order = n_ins;
             list[n_ins].op.kind = CKPT_OP_P;
             list[n_ins].op.stage = i;
-            list[n_ins].op.tape = buf;
+            list[n_ins].op.tape = buf; list[n_ins].op.option = 0;
             n_ins++;
         }
     }
@@ -1000,7 +1000,7 @@ static int compare_sims(const char *what, const ckpt_cost *c, int n, const ckpt_
 }
 
 static void test_random_schedules(int n_chains) {
-    ckpt_cost c[MAXN];
+    ckpt_cost c[MAXN] = {{0}};
     static ckpt_op ops[MAX_OPS], mut[MAX_OPS];
     int ch, valid = 0, mutants = 0, mutants_valid = 0, n_waits = 0;
     for (ch = 0; ch < n_chains; ch++) {
@@ -1059,7 +1059,7 @@ static void test_random_schedules(int n_chains) {
    copy takes 0.57, an output copy 0.063: less than a forward). Recomputation must redo about
    half the forwards; offloading hides the copies behind compute. */
 static void test_must_win(void) {
-    ckpt_cost c[12];
+    ckpt_cost c[12] = {{0}};
     ckpt_plan_info oi, fi;
     uint64_t budget;
     int res, n_o = 0;
@@ -1105,7 +1105,7 @@ static void af_free(void *p, void *u) { (void)u; if (p) { af_live--; free(p); } 
 #endif
 
 static void test_alloc_failures(void) {
-    ckpt_cost c[15];
+    ckpt_cost c[15] = {{0}};
     int pol;
     fill_chain(c, 15, 1.0, 2.0, 4096, 4096);   /* at 0.2 x store-all and 4000 B/unit: 24 O, 19 W */
     for (pol = 0; pol < CKPT_POLICY_COUNT_; pol++) {

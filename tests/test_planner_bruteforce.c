@@ -547,7 +547,7 @@ static void search(const chain *ch, uint64_t budget, int mode, search_result *re
                         if (i == n) nph = 1;
                         op.kind = CKPT_OP_F;
                         op.stage = i;
-                        op.tape = tape;
+                        op.tape = tape; op.option = 0;
                         relax(cur, ST_MAKE(nx, nt, nph, nc), it.time + ch->fq[i],
                               during > it.peak ? during : it.peak, op);
                     }
@@ -563,7 +563,7 @@ static void search(const chain *ch, uint64_t budget, int mode, search_result *re
                 if (p == 1) nc &= ~(1u << 1);
                 op.kind = CKPT_OP_B;
                 op.stage = p;
-                op.tape = 0;
+                op.tape = 0; op.option = 0;
                 if (p == 1) nx = 0;
                 relax(cur, ST_MAKE(nx, nt, ph + 1, p == 1 ? 0u : nc), it.time + ch->bq[p],
                       during > it.peak ? during : it.peak, op);
@@ -644,13 +644,13 @@ static void store_all_ops(int n, ckpt_op *ops, int *n_ops) {
     for (i = 1; i <= n; i++) {
         ops[k].kind = CKPT_OP_F;
         ops[k].stage = i;
-        ops[k].tape = 1;
+        ops[k].tape = 1; ops[k].option = 0;
         k++;
     }
     for (i = n; i >= 1; i--) {
         ops[k].kind = CKPT_OP_B;
         ops[k].stage = i;
-        ops[k].tape = 0;
+        ops[k].tape = 0; ops[k].option = 0;
         k++;
     }
     *n_ops = k;
@@ -967,7 +967,7 @@ static void random_walk(const chain *ch, ckpt_op *ops, int *n_ops) {
                         if (tape) nt |= 1u << i;
                         cand[nc].kind = CKPT_OP_F;
                         cand[nc].stage = i;
-                        cand[nc].tape = tape;
+                        cand[nc].tape = tape; cand[nc].option = 0;
                         cx[nc] = nx;
                         ctp[nc] = nt;
                         cc[nc] = ncb;
@@ -980,7 +980,7 @@ static void random_walk(const chain *ch, ckpt_op *ops, int *n_ops) {
         if (want_b && (nc == 0 || rnd_chance(45))) {
             ops[len].kind = CKPT_OP_B;
             ops[len].stage = p;
-            ops[len].tape = 0;
+            ops[len].tape = 0; ops[len].option = 0;
             len++;
             x &= ~(1u << (p - 1));
             t &= ~(1u << p);
@@ -1033,7 +1033,7 @@ static void fuzz_simulate(const chain *ch, int rounds) {
             for (j = m; j > pos; j--) mut[j] = mut[j - 1];
             mut[pos].kind = CKPT_OP_F;
             mut[pos].stage = rnd_int(1, ch->n);
-            mut[pos].tape = rnd_int(0, 1);
+            mut[pos].tape = rnd_int(0, 1); mut[pos].option = 0;
             m++;
         }
         sim(ch->c, ch->n, mut, m, &sr);
@@ -1234,21 +1234,21 @@ static int check_design_example(void) {
     }
     /* a few hand-made violations the reference must reject */
     {
-        static const ckpt_op bad1[] = {{CKPT_OP_F, 1, 1}, {CKPT_OP_F, 3, 1}, {CKPT_OP_F, 4, 1},
-                                       {CKPT_OP_B, 4, 0}, {CKPT_OP_B, 3, 0}, {CKPT_OP_B, 2, 0},
-                                       {CKPT_OP_B, 1, 0}};   /* F3 without X[2] */
-        static const ckpt_op bad2[] = {{CKPT_OP_F, 1, 1}, {CKPT_OP_F, 2, 1}, {CKPT_OP_F, 3, 1},
-                                       {CKPT_OP_F, 4, 0}, {CKPT_OP_B, 4, 0}, {CKPT_OP_B, 3, 0},
-                                       {CKPT_OP_B, 2, 0}, {CKPT_OP_B, 1, 0}};   /* F(n) without tape */
-        static const ckpt_op bad3[] = {{CKPT_OP_F, 1, 1}, {CKPT_OP_F, 2, 1}, {CKPT_OP_F, 3, 0},
-                                       {CKPT_OP_F, 4, 1}, {CKPT_OP_B, 4, 0}, {CKPT_OP_B, 3, 0},
-                                       {CKPT_OP_B, 2, 0}, {CKPT_OP_B, 1, 0}};   /* B3 without T[3] */
-        static const ckpt_op bad4[] = {{CKPT_OP_F, 1, 1}, {CKPT_OP_F, 2, 1}, {CKPT_OP_F, 3, 1},
-                                       {CKPT_OP_F, 4, 1}, {CKPT_OP_B, 4, 0}, {CKPT_OP_B, 2, 0},
-                                       {CKPT_OP_B, 3, 0}, {CKPT_OP_B, 1, 0}};   /* B out of order */
-        static const ckpt_op good[] = {{CKPT_OP_F, 1, 0}, {CKPT_OP_F, 2, 1}, {CKPT_OP_F, 3, 1},
-                                       {CKPT_OP_F, 4, 1}, {CKPT_OP_B, 4, 0}, {CKPT_OP_B, 3, 0},
-                                       {CKPT_OP_B, 2, 0}, {CKPT_OP_F, 1, 1}, {CKPT_OP_B, 1, 0}};
+        static const ckpt_op bad1[] = {{CKPT_OP_F, 1, 1, 0}, {CKPT_OP_F, 3, 1, 0}, {CKPT_OP_F, 4, 1, 0},
+                                       {CKPT_OP_B, 4, 0, 0}, {CKPT_OP_B, 3, 0, 0}, {CKPT_OP_B, 2, 0, 0},
+                                       {CKPT_OP_B, 1, 0, 0}};   /* F3 without X[2] */
+        static const ckpt_op bad2[] = {{CKPT_OP_F, 1, 1, 0}, {CKPT_OP_F, 2, 1, 0}, {CKPT_OP_F, 3, 1, 0},
+                                       {CKPT_OP_F, 4, 0, 0}, {CKPT_OP_B, 4, 0, 0}, {CKPT_OP_B, 3, 0, 0},
+                                       {CKPT_OP_B, 2, 0, 0}, {CKPT_OP_B, 1, 0, 0}};   /* F(n) without tape */
+        static const ckpt_op bad3[] = {{CKPT_OP_F, 1, 1, 0}, {CKPT_OP_F, 2, 1, 0}, {CKPT_OP_F, 3, 0, 0},
+                                       {CKPT_OP_F, 4, 1, 0}, {CKPT_OP_B, 4, 0, 0}, {CKPT_OP_B, 3, 0, 0},
+                                       {CKPT_OP_B, 2, 0, 0}, {CKPT_OP_B, 1, 0, 0}};   /* B3 without T[3] */
+        static const ckpt_op bad4[] = {{CKPT_OP_F, 1, 1, 0}, {CKPT_OP_F, 2, 1, 0}, {CKPT_OP_F, 3, 1, 0},
+                                       {CKPT_OP_F, 4, 1, 0}, {CKPT_OP_B, 4, 0, 0}, {CKPT_OP_B, 2, 0, 0},
+                                       {CKPT_OP_B, 3, 0, 0}, {CKPT_OP_B, 1, 0, 0}};   /* B out of order */
+        static const ckpt_op good[] = {{CKPT_OP_F, 1, 0, 0}, {CKPT_OP_F, 2, 1, 0}, {CKPT_OP_F, 3, 1, 0},
+                                       {CKPT_OP_F, 4, 1, 0}, {CKPT_OP_B, 4, 0, 0}, {CKPT_OP_B, 3, 0, 0},
+                                       {CKPT_OP_B, 2, 0, 0}, {CKPT_OP_F, 1, 1, 0}, {CKPT_OP_B, 1, 0, 0}};
         const ckpt_op *cases[] = {bad1, bad2, bad3, bad4};
         const int lens[] = {7, 8, 8, 8};
         for (j = 0; j < 4; j++) {
@@ -1274,7 +1274,7 @@ static void check_no_checkpoint_examples(void) {
     /* no-checkpoint on stage 1: F(1) may run once only, so T[1] must be kept from the start */
     chain ch;
     static search_result sr;
-    ckpt_op ops[] = {{CKPT_OP_F, 1, 0}, {CKPT_OP_F, 2, 1}, {CKPT_OP_B, 2, 0}, {CKPT_OP_F, 1, 1}, {CKPT_OP_B, 1, 0}};
+    ckpt_op ops[] = {{CKPT_OP_F, 1, 0, 0}, {CKPT_OP_F, 2, 1, 0}, {CKPT_OP_B, 2, 0, 0}, {CKPT_OP_F, 1, 1, 0}, {CKPT_OP_B, 1, 0, 0}};
     sim_result s;
     uniform_chain(&ch, 2, 1, 2, 10, 20, "no-checkpoint stage 1");
     ch.c[0].flags = CKPT_STAGE_NO_CHECKPOINT;
@@ -1330,7 +1330,7 @@ static void enum_dfs(int len, int limit, int fn_done, int next_b) {
     if (fn_done) {
         enum_seq[len].kind = CKPT_OP_B;
         enum_seq[len].stage = next_b;
-        enum_seq[len].tape = 0;
+        enum_seq[len].tape = 0; enum_seq[len].option = 0;
         enum_dfs(len + 1, limit, 1, next_b - 1);
     }
     for (i = 1; i <= enum_chain->n; i++)
@@ -1339,7 +1339,7 @@ static void enum_dfs(int len, int limit, int fn_done, int next_b) {
             if (fn_done && i > next_b) continue;
             enum_seq[len].kind = CKPT_OP_F;
             enum_seq[len].stage = i;
-            enum_seq[len].tape = tape;
+            enum_seq[len].tape = tape; enum_seq[len].option = 0;
             enum_dfs(len + 1, limit, fn_done || i == enum_chain->n, next_b);
         }
 }

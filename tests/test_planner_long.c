@@ -138,7 +138,7 @@ static void short_chains(void) {
     int ci, equal = 0, total = 0;
     for (ci = 0; ci < 150; ci++) {
         int n = 2 + (int)(rnd() % 7);
-        ckpt_cost c[10];
+        ckpt_cost c[10] = {{0}};
         ckpt_plan_info info;
         ckpt_plan *pl = NULL;
         uint64_t budget;
@@ -172,7 +172,7 @@ static void short_chains(void) {
 static void huge_budgets(void) {
     static const uint64_t budgets[] = {UINT64_MAX, (uint64_t)1 << 63, (uint64_t)1 << 40};
     static const uint32_t units[] = {0, 2, 3, 500};
-    ckpt_cost c[12];
+    ckpt_cost c[12] = {{0}};
     int bi, ui;
     random_chain(c, 12, 64);
     for (bi = 0; bi < 3; bi++)
@@ -189,7 +189,7 @@ static void huge_budgets(void) {
 
 /* The smallest peak of the long-chain program's schedules, in bytes. */
 static uint64_t program_min_peak(const ckpt_cost *c, int n) {
-    ckpt_cost mc[64];       /* long_chains: at most 50 stages */
+    ckpt_cost mc[64] = {{0}};       /* long_chains: at most 50 stages */
     _ckpt_dp d;
     uint64_t mp = 0;
     _ckpt_costs_model(c, n, mc);
@@ -206,7 +206,7 @@ static void min_budget_with_units(void) {
     int ci;
     for (ci = 0; ci < 40; ci++) {
         int n = 11 + (int)(rnd() % 10);
-        ckpt_cost c[32];
+        ckpt_cost c[32] = {{0}};
         ckpt_plan_info info, again;
         ckpt_plan *pl = NULL;
         uint32_t mu = 2 + (uint32_t)(rnd() % 50);
@@ -224,7 +224,7 @@ static void min_budget_with_units(void) {
 
 /* Budget 0 means no limit, even for a policy that peaks above store-all. */
 static void budget_zero(void) {
-    ckpt_cost c[4];
+    ckpt_cost c[4] = {{0}};
     ckpt_plan_info info;
     ckpt_plan *pl = NULL;
     int i;
@@ -302,7 +302,7 @@ static int unit_plan(const ckpt_cost *c, int n, uint64_t budget, uint64_t unit, 
     _ckpt_sched s = {NULL, 0, 0};
     uint64_t mp, p;
     ckpt_result r = _ckpt_persistent_in(NULL, c, n, budget, unit, level, sum_round,
-                                        _ckpt_dense_fits(n, budget / unit, level), &s, &mp);
+                                        _ckpt_dense_fits(n, budget / unit, level, _ckpt_max_options(c, n)), &s, &mp);
     if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, t, &p);
     _ckpt_free(NULL, s.ops);
     return r == CKPT_OK && p <= budget;
@@ -311,7 +311,7 @@ static int unit_plan(const ckpt_cost *c, int n, uint64_t budget, uint64_t unit, 
 static void rounding_vs_rotor(void) {
     int ci, cases = 0, rotor_fits = 0, faster = 0, apart_slower = 0;
     for (ci = 0; ci < ROUNDING_CHAINS; ci++) {
-        ckpt_cost c[120];
+        ckpt_cost c[120] = {{0}};
         int n = 20 + (int)(rnd() % 100), b, r0;
         ckpt_plan_info sa;
         ckpt_plan *pl = NULL;

@@ -169,7 +169,7 @@ int main(void) {
 #endif
     if (env && atoi(env) > 0) cases = atoi(env);
     for (i = 0; n_cases < cases; i++) {
-        ckpt_cost c[MAXN];
+        ckpt_cost c[MAXN] = {{0}};
         int n = 3 + i % (max_n - 2);
         _ckpt_sched e = {NULL, 0, 0};
         uint64_t ref_min = 0, sa = 0, budgets[4];

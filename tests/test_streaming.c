@@ -241,7 +241,7 @@ static void random_chains(ckpt_backend *plain, ckpt_backend *engine) {
               "case %d: store-all with %d lanes loaded parameters %llu times (want 2n = %d)", ci, k,
               (unsigned long long)ref_k.loads, 2 * c.n);
         {
-            ckpt_cost cost[MAXN];
+            ckpt_cost cost[MAXN] = {{0}};
             int i;
             for (i = 0; i < c.n; i++) {
                 memset(&cost[i], 0, sizeof cost[i]);
