@@ -4191,7 +4191,12 @@ CKPT_API ckpt_result ckpt_chain_measure(ckpt_chain *ch, const void *input, const
         ch->meas = NULL;
         if (r == CKPT_OK && times) r = _ckpt_measure_read(ch, &me);
     }
-    if (times && r == CKPT_OK) _ckpt_measure_medians(me.s, me.per_step * (size_t)steps, ch->n, times);
+    if (times && r == CKPT_OK) {
+        int k;
+        _ckpt_measure_medians(me.s, me.per_step * (size_t)steps, ch->n, times);
+        for (k = 0; k < ch->plan->info.n_ops; k++)   /* each stage's one B */
+            if (ch->plan->ops[k].kind == CKPT_OP_B) times[ch->plan->ops[k].stage - 1].bwd_option = ch->an.instr[k].opt;
+    }
     _ckpt_measure_close(ch, &me);
     _ckpt_free(&ch->al, ins);
     _ckpt_free(&ch->al, gins);
@@ -4213,13 +4218,24 @@ CKPT_API ckpt_result ckpt_chain_set_times(ckpt_chain *ch, const ckpt_stage_time 
     c = (ckpt_cost *)_ckpt_malloc(&ch->al, (size_t)ch->n * sizeof *c);
     if (!c) return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_set_times: out of host memory");
     memcpy(c, ch->costs, (size_t)ch->n * sizeof *c);
-    for (i = 0; i < ch->n; i++) { c[i].f = times[i].fwd_time; c[i].b = times[i].bwd_time; }
+    for (i = 0; i < ch->n; i++) {
+        int o = times[i].bwd_option;
+        if (o < 0 || o > c[i].n_options) {
+            _ckpt_free(&ch->al, c);
+            return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_set_times: stage %d (%s): bwd_option %d; the "
+                             "stage has tape options 0..%d", i, _ckpt_stage_name(ch, i), o, c[i].n_options);
+        }
+        /* the base backward: the measured one less what its option's tape left out */
+        c[i].f = times[i].fwd_time;
+        c[i].b = o && times[i].bwd_time > c[i].option_extra[o - 1] ? times[i].bwd_time - c[i].option_extra[o - 1]
+               : o ? 0.0 : times[i].bwd_time;
+    }
     r = _ckpt_check_costs(c, ch->n, &ch->lg);      /* the sum of the times, which names the stage too */
     if (r == CKPT_OK) {
         _ckpt_costs_model(c, ch->n, ch->costs);     /* all zero: 1 and 2, as at ckpt_chain_create */
         for (i = 0; i < ch->n; i++) {
-            ch->stages[i].fwd_time = times[i].fwd_time;
-            ch->stages[i].bwd_time = times[i].bwd_time;
+            ch->stages[i].fwd_time = c[i].f;
+            ch->stages[i].bwd_time = c[i].b;
         }
     }
     _ckpt_free(&ch->al, c);
