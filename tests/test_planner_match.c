@@ -15,8 +15,13 @@
    percent (MATCH_GATE_FLAGGED for chains with flags). ckpt_plan_create's layout can need more
    than the peak: then it plans lower (compared with the optimum at its fit_budget) or reports
    the budget infeasible with a larger min_budget.
-   CKPT_MATCH_CASES=k sets the number of cases (default 2000; 400 of 3 to 8 stages in
-   sanitizer builds); CKPT_MATCH_OPS=1 prints the schedules of the first misses. */
+   A second set of chains has tape options (half the stages get 1 to 3, with tapes of 0 to 1.5
+   times the stage's and 0 to 5 more backward time), where the planners choose an option for
+   every kept tape: the same checks and gates, and at least a tenth of the plans must keep a tape
+   in an option other than 0.
+   CKPT_MATCH_CASES=k sets the number of cases of each set (default 2000 without options, 600 of
+   3 to 8 stages with; 400 of 3 to 8 and 200 of 3 to 6 in sanitizer builds); CKPT_MATCH_OPS=1
+   prints the schedules of the first misses. */
 #define CKPT_EXACT_SEARCH_MAX_STAGES 0
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -36,8 +41,10 @@
 #define MATCH_GATE 99.5
 #define MATCH_GATE_FLAGGED 95.0
 
-static void random_chain(ckpt_cost *c, int n) {
-    int i, ws = rnd_chance(40), nock = rnd_chance(30);
+/* with_options: each stage, with probability 1/2, gets 1 to 3 tape options of 0 to 1.5 times
+   its tape, each 0 to 5 slower in backward. */
+static void random_chain(ckpt_cost *c, int n, int with_options) {
+    int i, j, ws = rnd_chance(40), nock = rnd_chance(30);
     for (i = 0; i < n; i++) {
         uint64_t a = (uint64_t)rnd_int(1, 200), t;
         if (rnd_chance(50)) t = a + (uint64_t)rnd_int(0, 200);          /* tape larger than output */
@@ -50,16 +57,27 @@ static void random_chain(ckpt_cost *c, int n) {
         c[i].f = (double)rnd_int(1, 10);
         c[i].b = (double)rnd_int(1, 10);
         c[i].flags = nock && rnd_chance(20) ? CKPT_STAGE_NO_CHECKPOINT : 0u;
+        if (with_options && rnd_chance(50)) {
+            c[i].n_options = rnd_int(1, 3);
+            for (j = 0; j < c[i].n_options; j++) {
+                c[i].option_t[j] = (uint64_t)rnd_int(0, (int)(t + t / 2)) * CKPT_ALIGN;
+                c[i].option_extra[j] = (double)rnd_int(0, 5);
+            }
+        }
     }
 }
 
 static void print_chain(const ckpt_cost *c, int n) {
-    int i;
-    for (i = 0; i < n; i++)
-        printf("  stage %d: a %llu t %llu wf %llu wb %llu f %g b %g%s\n", i + 1,
+    int i, j;
+    for (i = 0; i < n; i++) {
+        printf("  stage %d: a %llu t %llu wf %llu wb %llu f %g b %g%s", i + 1,
                (unsigned long long)(c[i].a / CKPT_ALIGN), (unsigned long long)(c[i].t / CKPT_ALIGN),
                (unsigned long long)(c[i].wf / CKPT_ALIGN), (unsigned long long)(c[i].wb / CKPT_ALIGN), c[i].f,
                c[i].b, c[i].flags ? " no-checkpoint" : "");
+        for (j = 0; j < c[i].n_options; j++)
+            printf(" option %d: t %llu +b %g", j + 1, (unsigned long long)(c[i].option_t[j] / CKPT_ALIGN), c[i].option_extra[j]);
+        printf("\n");
+    }
 }
 
 /* Time and peak of a schedule in the cost model; -1 time when it breaks a rule. */
@@ -69,7 +87,7 @@ static double replay(const ckpt_cost *c, int n, const _ckpt_sched *s, uint64_t *
     return t;
 }
 
-static int n_cases, n_feasible, match[3], miss_shown, layout_limited;
+static int n_cases, n_feasible, match[3], miss_shown, layout_limited, opt_used;
 static int cur_flagged, n_flagged, match_flagged[3], flagged_min_miss;   /* cases whose chain has no-checkpoint flags */
 static double worst[3];
 
@@ -129,6 +147,11 @@ static void check_form(const ckpt_cost *c, int n, uint64_t budget, int form, dou
     if (r == CKPT_OK) {
         CHECK(t >= 0 && peak <= budget, "%s: the plan breaks a rule or the budget (time %g peak %llu budget %llu)",
               names[form], t, (unsigned long long)peak, (unsigned long long)budget);
+        if (form == 1) {   /* plans that keep a tape in an option other than 0 */
+            int q, used = 0;
+            for (q = 0; q < s.n_ops; q++) used |= s.ops[q].kind == CKPT_OP_F && s.ops[q].tape && s.ops[q].option;
+            opt_used += used;
+        }
         if (t == ref_t) { match[form]++; match_flagged[form] += cur_flagged; }
         else {
             double rel = (t - ref_t) / ref_t;
@@ -159,36 +182,32 @@ static void check_form(const ckpt_cost *c, int n, uint64_t budget, int form, dou
     free(s.ops);
 }
 
-int main(void) {
-    int cases = 2000, i, form, fails = 0, max_n = 10;
-    const char *env = getenv("CKPT_MATCH_CASES");
-    clock_t t0 = clock();
-#if TEST_REDUCED
-    cases = 400;   /* the exact search of 10 stages is slow without optimisation */
-    max_n = 8;
-#endif
-    if (env && atoi(env) > 0) cases = atoi(env);
+/* Runs `cases` cases of 3 to max_n stages and prints the match rates; returns the number of
+   gates failed. */
+static int run(const char *label, int cases, int max_n, int with_options) {
+    int i, form, fails = 0;
+    n_cases = n_feasible = miss_shown = layout_limited = opt_used = 0;
+    n_flagged = flagged_min_miss = 0;
+    for (form = 0; form < 3; form++) { match[form] = match_flagged[form] = 0; worst[form] = 0; }
     for (i = 0; n_cases < cases; i++) {
         ckpt_cost c[MAXN] = {{0}};
         int n = 3 + i % (max_n - 2);
         _ckpt_sched e = {NULL, 0, 0};
         uint64_t ref_min = 0, sa = 0, budgets[4];
-        double sat;
         int nb = 0, j;
-        random_chain(c, n);
+        random_chain(c, n, with_options);
         for (cur_flagged = 0, j = 0; j < n; j++) cur_flagged |= c[j].flags != 0;
         if (_ckpt_exact_search(NULL, c, n, 0, 1, &e, &ref_min) != CKPT_OK) { printf("FAIL: min-peak search\n"); return 1; }
         {
             _ckpt_sched st = {NULL, 0, 0};
             _ckpt_every_k_sched(NULL, c, n, n, &st);
-            sat = replay(c, n, &st, &sa);
+            (void)replay(c, n, &st, &sa);
             free(st.ops);
-            (void)sat;
         }
         budgets[nb++] = ref_min - 1;
         budgets[nb++] = ref_min;
-        budgets[nb++] = ref_min + rnd_u64(0, sa - ref_min);
-        if (i % 4 == 0) budgets[nb++] = sa;
+        budgets[nb++] = ref_min + rnd_u64(0, sa > ref_min ? sa - ref_min : 0);
+        if (i % 4 == 0) budgets[nb++] = sa > ref_min ? sa : ref_min;
         for (j = 0; j < nb && n_cases < cases; j++) {
             double ref_t = -1.0;
             uint64_t p;
@@ -207,22 +226,45 @@ int main(void) {
         static const char *names[3] = {"dense table", "sparse frontiers", "ckpt_plan_create"};
         double rate = 100.0 * (match[form] - match_flagged[form]) / (n_cases - n_flagged);
         double rate_f = 100.0 * match_flagged[form] / (n_flagged ? n_flagged : 1);
-        printf("test_planner_match: %s: optimal in %d of %d cases: %.2f%% of %d without no-checkpoint flags, %.2f%% of "
-               "%d with; worst miss %.2f%% slower\n", names[form], match[form], n_cases, rate, n_cases - n_flagged, rate_f,
-               n_flagged, 100.0 * worst[form]);
+        printf("test_planner_match: %s: %s: optimal in %d of %d cases: %.2f%% of %d without no-checkpoint flags, "
+               "%.2f%% of %d with; worst miss %.2f%% slower\n", label, names[form], match[form], n_cases, rate,
+               n_cases - n_flagged, rate_f, n_flagged, 100.0 * worst[form]);
         if (form < 2 && rate < MATCH_GATE) {
-            printf("FAIL: %s: %.2f%% of chains without flags, below %.2f%%\n", names[form], rate, MATCH_GATE);
+            printf("FAIL: %s: %s: %.2f%% of chains without flags, below %.2f%%\n", label, names[form], rate, MATCH_GATE);
             fails++;
         }
         if (form < 2 && rate_f < MATCH_GATE_FLAGGED) {
-            printf("FAIL: %s: %.2f%% of chains with flags, below %.2f%%\n", names[form], rate_f, MATCH_GATE_FLAGGED);
+            printf("FAIL: %s: %s: %.2f%% of chains with flags, below %.2f%%\n", label, names[form], rate_f,
+                   MATCH_GATE_FLAGGED);
             fails++;
         }
     }
-    printf("test_planner_match: flagged chains: %d plans whose feasibility or smallest peak differs from the exact search's\n",
-           flagged_min_miss);
-    printf("test_planner_match: %d cases (%d feasible; ckpt_plan_create: %d where the plan's layout needs more than the "
-           "budget, counted as matches when its min_budget says so), %d checks, %d failures, %.1f s CPU\n", n_cases,
-           n_feasible, layout_limited, checks, failures, (double)(clock() - t0) / CLOCKS_PER_SEC);
+    printf("test_planner_match: %s: flagged chains: %d plans whose feasibility or smallest peak differs from the exact "
+           "search's\n", label, flagged_min_miss);
+    printf("test_planner_match: %s: %d cases (%d feasible; ckpt_plan_create: %d where the plan's layout needs more than "
+           "the budget, counted as matches when its min_budget says so)\n", label, n_cases, n_feasible, layout_limited);
+    if (with_options) {
+        printf("test_planner_match: %s: %d of %d sparse plans keep a tape in an option other than 0\n", label, opt_used,
+               n_cases);
+        if (opt_used * 10 < n_cases) { printf("FAIL: %s: too few plans use tape options to test them\n", label); fails++; }
+    }
+    return fails;
+}
+
+int main(void) {
+    int cases = 2000, opt_cases = 600, fails = 0, max_n = 10, opt_max_n = 8;
+    const char *env = getenv("CKPT_MATCH_CASES");
+    clock_t t0 = clock();
+#if TEST_REDUCED
+    cases = 400;   /* the exact search of 10 stages is slow without optimisation */
+    max_n = 8;
+    opt_cases = 200;
+    opt_max_n = 6;
+#endif
+    if (env && atoi(env) > 0) cases = opt_cases = atoi(env);
+    fails += run("no options", cases, max_n, 0);
+    fails += run("tape options", opt_cases, opt_max_n, 1);
+    printf("test_planner_match: %d checks, %d failures, %.1f s CPU\n", checks, failures,
+           (double)(clock() - t0) / CLOCKS_PER_SEC);
     return failures || fails ? 1 : 0;
 }
