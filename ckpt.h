@@ -1338,6 +1338,13 @@ static int _ckpt_scratch_option(const ckpt_cost *c) {
         if (c->option_t[o - 1] < _ckpt_tape_of(c, best)) best = o;
     return best;
 }
+/* The most tape options of a stage, option 0 included. */
+static int _ckpt_max_options(const ckpt_cost *c, int n) {
+    int i, m = 1;
+    for (i = 0; i < n; i++) if (c[i].n_options + 1 > m) m = c[i].n_options + 1;
+    return m;
+}
+
 /* The costs the cost model works with (see COST MODEL): every size rounded up to CKPT_ALIGN and,
    when every stage time is 0, each stage timed 1 (forward) and 2 (backward). Costs checked. */
 static void _ckpt_costs_model(const ckpt_cost *c, int n, ckpt_cost *out) {
@@ -2124,12 +2131,14 @@ static int64_t _ckpt_xs_layout(const ckpt_cost *c, int n, int64_t *off, int64_t 
     off[n + 2] = off[n + 1] + 1;
     return off[n + 2] << nu;
 }
-/* Size of the state space, or -1 when it is too large to search. */
+/* Size of the state space, or -1 when it is too large to search: 2^23 states (about 200 MB, and
+   seconds), 2^20 with tape options, whose chains the long-chain program plans as well (see
+   tests/test_planner_match.c) while the offload policy runs the search at many budgets. */
 static int64_t _ckpt_xs_size(const ckpt_cost *c, int n) {
     int64_t off[16], tw[16], size;
     if (n > CKPT_EXACT_SEARCH_MAX_STAGES || n > 12) return -1;
     size = _ckpt_xs_layout(c, n, off, tw);
-    return size > ((int64_t)1 << 23) ? -1 : size;   /* about 200 MB at most */
+    return size > ((int64_t)1 << (_ckpt_max_options(c, n) > 1 ? 20 : 23)) ? -1 : size;
 }
 
 /* by_peak = 0: minimum time under budget; 1: minimum peak (budget ignored). */
@@ -2550,13 +2559,6 @@ static int _ckpt_dp_emit(_ckpt_dp *d, int s, int t, int f, uint64_t L, _ckpt_sch
     return _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 1) &&
            (!o.s1 || _ckpt_dp_emit(d, o.s1, o.t1, o.f1, L - o.o1, out)) &&
            (!o.s2 || _ckpt_dp_emit(d, o.s2, o.t2, o.f2, L, out)) && _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 0);
-}
-
-/* The most tape options of a stage, option 0 included. */
-static int _ckpt_max_options(const ckpt_cost *c, int n) {
-    int i, m = 1;
-    for (i = 0; i < n; i++) if (c[i].n_options + 1 > m) m = c[i].n_options + 1;
-    return m;
 }
 
 /* Sizes in units, rounded up. With sum_round, a tape is rounded so that A[s] + its size is the sum
@@ -4013,6 +4015,8 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
     }
     plan->al = ch->al;
     memcpy(plan->ops, ops, (size_t)n_ops * sizeof(ckpt_op));
+    for (i = 0; i < n_ops; i++)   /* what runs: F without tape in the scratch option */
+        if (ops[i].kind == CKPT_OP_F && !ops[i].tape) plan->ops[i].option = _ckpt_scratch_option(&ch->costs[ops[i].stage - 1]);
     plan->info.policy = CKPT_POLICY_CUSTOM;
     plan->info.time = t; plan->info.peak = p; plan->info.budget = p; plan->info.min_budget = p;
     plan->info.compute_time = t;
