@@ -52,7 +52,8 @@ def align(v):
     return (int(v) + 255) // 256 * 256
 
 def load_csv(path):
-    """The stage costs of a ckpt-plan CSV, as a list of dicts (f, b, a, t, wf, wb, nock)."""
+    """The stage costs of a ckpt-plan CSV, as a list of dicts (f, b, a, t, wf, wb, nock, opts):
+    opts[k] is tape option k as (tape bytes, backward time), opts[0] = (t, b)."""
     with open(path, newline='', encoding='utf-8-sig') as fh:
         lines = [l for l in fh.read().splitlines()
                  if l.strip() and not l.lstrip().startswith('#')]
@@ -65,7 +66,17 @@ def load_csv(path):
                         a=align(d['out_bytes']), t=align(d['tape_bytes']),
                         wf=align(d['fwd_workspace']), wb=align(d['bwd_workspace']),
                         nock=d.get('no_checkpoint', '0') == '1'))
+        opts = [(out[-1]['t'], out[-1]['b'])]
+        for k in (1, 2, 3):
+            if d.get('tape_bytes_%d' % k, ''):
+                opts.append((align(d['tape_bytes_%d' % k]),
+                             out[-1]['b'] + float(d['bwd_extra_%d' % k])))
+        out[-1]['opts'] = opts
     return out
+
+def scratch_option(c):
+    """The option an F without tape runs: the smallest tape, the lowest index among ties."""
+    return min(range(len(c['opts'])), key=lambda o: (c['opts'][o][0], o))
 
 def simulate(costs, ops):
     """Replays ops in the manual's cost model. Returns (time, peak) or raises ValueError."""
@@ -79,15 +90,21 @@ def simulate(costs, ops):
     inst = []           # buffer instances: [bytes, written_at, last_read_at or None]
     cur_x = {}; cur_t = {}; cur_g = {}
     fn_at = None; next_b = n; time = 0.0; growth = []
+    t_opt = [0] * (n + 1)                              # the option of each live tape
     last_f_input_version = {}                          # stage -> version of X[i-1] it ran from
     x_version = [0] * (n + 1)
     for k, op in enumerate(ops):
         if op[0] == 'F':
-            if len(op) != 3 or op[2] not in (0, 1):
+            # ["F", i, 1, option] keeps its tape in that option; ["F", i, 0] keeps none
+            if len(op) < 3 or op[2] not in (0, 1) or len(op) != 3 + op[2]:
                 raise ValueError('op %d: bad F op %r' % (k, op))
             i, tape = op[1], op[2]
             if not (isinstance(i, int) and 1 <= i <= n):
                 raise ValueError('op %d: stage %r out of range' % (k, i))
+            o = op[3] if tape else scratch_option(costs[i - 1])
+            if not (isinstance(o, int) and 0 <= o < len(costs[i - 1]['opts'])):
+                raise ValueError('op %d: F(%d) in tape option %r, which the stage lacks' % (k, i, o))
+            t_o = costs[i - 1]['opts'][o][0]
             if not x_avail[i - 1]:
                 raise ValueError('op %d: F(%d) but X[%d] is not live' % (k, i, i - 1))
             if i == n:
@@ -106,10 +123,10 @@ def simulate(costs, ops):
                 cur_x[i] = [a(i), k, None]; inst.append(cur_x[i])
                 x_avail[i] = True; x_version[i] += 1
             if tape:
-                cur_t[i] = [costs[i - 1]['t'], k, None]; inst.append(cur_t[i])
-                t_avail[i] = True
+                cur_t[i] = [t_o, k, None]; inst.append(cur_t[i])
+                t_avail[i] = True; t_opt[i] = o
             time += costs[i - 1]['f']
-            growth.append(a(i) + costs[i - 1]['t'] + costs[i - 1]['wf'])
+            growth.append(a(i) + t_o + costs[i - 1]['wf'])
         elif op[0] == 'B':
             if len(op) != 2:
                 raise ValueError('op %d: bad B op %r' % (k, op))
@@ -133,7 +150,7 @@ def simulate(costs, ops):
             if i - 1 >= 1:
                 x_avail[i - 1] = False
             next_b -= 1
-            time += costs[i - 1]['b']
+            time += costs[i - 1]['opts'][t_opt[i]][1]
             growth.append(a(i - 1) + costs[i - 1]['wb'])
         else:
             raise ValueError('op %d: unknown op %r' % (k, op))
@@ -151,7 +168,7 @@ def ops_shape_ok(j, n):
     ops = j['ops']
     f_n = [o for o in ops if o[0] == 'F' and o[1] == n]
     bs = [o[1] for o in ops if o[0] == 'B']
-    return f_n == [['F', n, 1]] and bs == list(range(n, 0, -1))
+    return len(f_n) == 1 and f_n[0][:3] == ['F', n, 1] and bs == list(range(n, 0, -1))
 
 def main():
     mode = sys.argv[1]
@@ -595,6 +612,115 @@ run --policy offload --bandwidth 1e9 --time-unit min "$OFF"
 expect_rc "bad --time-unit: exit 2" 2
 run --policy offload --bandwidth 1e9 --host-budget lots "$OFF"
 expect_rc "bad --host-budget: exit 2" 2
+
+# ---------------------------------------------------------------------------------------------
+echo "== tape options (tape_bytes_K, bwd_extra_K)"
+# s1 (a = 256) has tapes 1024 (option 0, b = 2), 768 (+0.5), 512 (+0.75), 256 (+1); s2 has none.
+# Without recomputation T[1] is live through F(2), whose peak is 256 + t + 256 + 256 (X[1], T[1],
+# X[2] and T[2]): each budget below forces the fastest option that fits, with time 1 + 1 + 2 +
+# (2 + extra). Below 1024 only recomputing F(1) fits: F1 (scratch option 3) F2+ B2 F1+/3 B1, at 768.
+OPT=$TMP/options.csv
+printf '%s\n' \
+    'name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace,tape_bytes_1,bwd_extra_1,tape_bytes_2,bwd_extra_2,tape_bytes_3,bwd_extra_3' \
+    's1,1,2,256,1024,0,0,768,0.5,512,0.75,256,1' \
+    's2,1,2,256,256,0,0,,,,,,' >"$OPT"
+for c in 0:0:6:1792 1792:0:6:1792 1791:1:6.5:1536 1536:1:6.5:1536 1280:2:6.75:1280 1024:3:7:1024; do
+    IFS=: read -r b o t p <<<"$c"
+    run --json --budget "$b" "$OPT"
+    expect_rc "options --budget $b: exit 0" 0
+    err_empty "options --budget $b: nothing on stderr (the plan replays in ckpt_schedule_simulate)"
+    jexpr "options --budget $b: [F,1,1,$o] F2+ B2 B1, time $t, peak $p" "$OPT" \
+        "j['ops'] == [['F', 1, 1, $o], ['F', 2, 1, 0], ['B', 2], ['B', 1]] and j['time'] == $t and j['peak'] == $p"
+    jexpr "options --budget $b: stage_plan tape_option [$o, 0]" "$OPT" \
+        "[s['tape_option'] for s in j['stage_plan']] == [$o, 0]"
+    jsim "options --budget $b: schedule replays to the reported time and peak" "$OPT"
+done
+run --json --budget 768 "$OPT"
+expect_rc "options --budget 768: exit 0" 0
+jexpr "options --budget 768: F1 F2+ B2 [F,1,1,3] B1, time 8, peak 768, min_budget 768" "$OPT" \
+    "j['ops'] == [['F', 1, 0], ['F', 2, 1, 0], ['B', 2], ['F', 1, 1, 3], ['B', 1]] and j['time'] == 8 and j['peak'] == 768 and j['min_budget'] == 768"
+jsim "options --budget 768: schedule replays to the reported time and peak" "$OPT"
+run --json --budget 767 "$OPT"
+expect_rc "options --budget 767: exit 3" 3
+err_has "options --budget 767: stderr names the minimum budget 768" "smallest feasible budget is 768 bytes"
+run --budget 1280 "$OPT"
+expect_rc "options text mode --budget 1280: exit 0" 0
+out_has "options text mode: schedule F1+/2 F2+ B2 B1 (no /k on s2, which has no options)" "schedule  F1+/2 F2+ B2 B1"
+out_has "options text mode: legend explains Fi+/k" "Fi+/k forward keeping its tape in tape option k"
+out_has "options text mode: summary line" "tape options   1 stage with options; 1 tape kept in an option other than 0"
+out_has "options text mode: table has an option column" "tape kept  option  fwd runs"
+run --budget 1792 "$OPT"
+out_has "options text mode --budget 1792: F1+/0 on the stage with options" "schedule  F1+/0 F2+ B2 B1"
+run --budget 1280 "$FOUR"
+if grep -qF "option" "$TMP/out"; then fail "four.csv text mode: no option column or legend without options"; else pass "four.csv text mode: no option column or legend without options"; fi
+
+# Columns in another order, option pairs first: the same plans.
+printf '%s\n' \
+    'bwd_extra_2,tape_bytes_3,bwd_extra_1,bwd_extra_3,tape_bytes_1,name,tape_bytes_2,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace' \
+    '0.75,256,0.5,1,768,s1,512,1,2,256,1024,0,0' \
+    ', , , , ,s2,,1,2,256,256,0,0' >"$TMP/options_r.csv"
+run --json --budget 1280 "$OPT"
+cp "$TMP/out" "$TMP/opt1280.json"
+run --json --budget 1280 "$TMP/options_r.csv"
+expect_rc "options, reordered columns: exit 0" 0
+same "options, reordered columns --budget 1280: same JSON" "$TMP/opt1280.json"
+
+# The heuristics keep every tape in option 0; F with its tape always has 4 elements.
+for p in store-all every-k sqrt greedy; do
+    run --json --policy "$p" --budget 0 "$OPT"
+    expect_rc "options --policy $p: exit 0" 0
+    jexpr "options --policy $p: every F with its tape is [F, i, 1, 0]" "$OPT" \
+        "all(o[3] == 0 for o in j['ops'] if o[0] == 'F' and o[2] == 1) and all(len(o) == 3 + o[2] for o in j['ops'] if o[0] == 'F')"
+    jsim "options --policy $p: schedule replays to the reported time and peak" "$OPT"
+done
+run --json --policy store-all "$OPT"
+jexpr "options --policy store-all (default budget): [F,1,1,0] [F,2,1,0] B2 B1, time 6, peak 1792" "$OPT" \
+    "j['ops'] == [['F', 1, 1, 0], ['F', 2, 1, 0], ['B', 2], ['B', 1]] and j['time'] == 6 and j['peak'] == 1792"
+run --json --policy store-all "$FOUR"
+jexpr "four.csv --policy store-all: [F, i, 1, 0] without options" "$FOUR" \
+    "[o for o in j['ops'] if o[0] == 'F'] == [['F', i, 1, 0] for i in (1, 2, 3, 4)]"
+
+# The GPT-2 example with options: feasible plans replay, are never slower than without options
+# (option 0 is gpt2_mlp.csv's tape) and options lower the minimum budget.
+GO=$EX/gpt2_options.csv
+if [ -r "$GO" ]; then
+    for b in 2GiB 1GiB 500MiB; do
+        run --json --budget "$b" "$GPT"
+        cp "$TMP/out" "$TMP/noopt.json"
+        run --json --budget "$b" "$GO"
+        expect_rc "gpt2_options.csv --budget $b: exit 0" 0
+        err_empty "gpt2_options.csv --budget $b: nothing on stderr"
+        jsim "gpt2_options.csv --budget $b: schedule replays to the reported time and peak" "$GO"
+        jexpr "gpt2_options.csv --budget $b: some tape in option 1 or 2, no slower than gpt2_mlp.csv" "$GO" \
+            "any(s['tape_option'] > 0 for s in j['stage_plan']) and j['time'] <= json.load(open('$TMP/noopt.json'))['time'] + 1e-9"
+    done
+    jexpr "gpt2_options.csv: min_budget below gpt2_mlp.csv's" "$GO" "j['min_budget'] < json.load(open('$TMP/noopt.json'))['min_budget']"
+    run --json --policy offload --bandwidth 25e9 --time-unit ms --budget 500MiB "$GO"
+    expect_rc "gpt2_options.csv --policy offload: exit 0" 0
+    err_empty "gpt2_options.csv --policy offload: nothing on stderr (the plan replays in the offload model)"
+    jexpr "gpt2_options.csv --policy offload: F ops well formed" "$GO" \
+        "all(len(o) == 3 + o[2] and (o[2] == 0 or 0 <= o[3] <= 2) for o in j['ops'] if o[0] == 'F')"
+else
+    fail "missing example $GO"
+fi
+
+# Bad tape options: exit 2, the message names the file, the line and the column.
+OH='name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace,tape_bytes_1,bwd_extra_1,tape_bytes_2,bwd_extra_2'
+badcase "tape_bytes_1 without bwd_extra_1 in the header" "$HDR,tape_bytes_1\\n$ROW,10\\n" "$B:1:" "'tape_bytes_1' without column 'bwd_extra_1'"
+badcase "bwd_extra_2 without tape_bytes_2 in the header" "$HDR,tape_bytes_1,bwd_extra_1,bwd_extra_2\\n$ROW,10,1,1\\n" "$B:1:" "'bwd_extra_2' without column 'tape_bytes_2'"
+badcase "option 2 columns without option 1's" "$HDR,tape_bytes_2,bwd_extra_2\\n$ROW,10,1\\n" "$B:1:" "tape_bytes_2" "tape_bytes_1"
+badcase "tape_bytes_4 (at most 3 options)" "$HDR,tape_bytes_4,bwd_extra_4\\n$ROW,10,1\\n" "$B:1:" "tape_bytes_4"
+badcase "duplicate bwd_extra_1" "$HDR,tape_bytes_1,bwd_extra_1,bwd_extra_1\\n$ROW,10,1,1\\n" "$B:1:" "bwd_extra_1"
+badcase "tape_bytes_1 given, bwd_extra_1 empty" "$OH\\n$ROW,,,,\\n$ROW,10,,,\\n" "$B:3:" "column bwd_extra_1: empty field"
+badcase "bwd_extra_2 given, tape_bytes_2 empty" "$OH\\n$ROW,10,1,,0.5\\n" "$B:2:" "column tape_bytes_2: empty field"
+badcase "option 2 without option 1 in a row" "$OH\\n$ROW,,,,\\n$ROW,,,10,1\\n" "$B:3:" "column tape_bytes_2" "without option 1"
+badcase "negative bwd_extra_1" "$OH\\n$ROW,10,-1,,\\n" "$B:2:" "column bwd_extra_1" "'-1'"
+badcase "non-numeric bwd_extra_2" "$OH\\n$ROW,10,1,5,fast\\n" "$B:2:" "column bwd_extra_2" "'fast'"
+badcase "NaN bwd_extra_1" "$OH\\n$ROW,10,nan,,\\n" "$B:2:" "column bwd_extra_1"
+badcase "infinite bwd_extra_1" "$OH\\n$ROW,10,1e999,,\\n" "$B:2:" "column bwd_extra_1"
+badcase "non-numeric tape_bytes_1" "$OH\\n$ROW,abc,1,,\\n" "$B:2:" "column tape_bytes_1" "'abc'"
+badcase "fractional tape_bytes_2" "$OH\\n$ROW,10,1,2.5,1\\n" "$B:2:" "column tape_bytes_2"
+badcase "negative tape_bytes_1" "$OH\\n$ROW,-10,1,,\\n" "$B:2:" "column tape_bytes_1"
 
 # ---------------------------------------------------------------------------------------------
 echo "$PASSED passed, $FAILED failed"

@@ -22,6 +22,30 @@
    Blank lines and lines starting with '#' are ignored; CRLF line ends are accepted; a field may
    be double-quoted ("a, ""b""") to hold commas or quotes. Spaces around fields are ignored.
 
+   Tape options (ckpt_stage_desc.tape_options): optionally, column pairs tape_bytes_K and
+   bwd_extra_K for K = 1, 2, 3, anywhere in the header like the other columns. Option K of a
+   stage keeps a tape of tape_bytes_K bytes instead of tape_bytes, and its backward then takes
+   bwd_time + bwd_extra_K (it recomputes what the smaller tape leaves out); option 0 is the
+   stage's own tape_bytes and bwd_time. tape_bytes_K is a size like the others; bwd_extra_K is a
+   time in the unit of bwd_time (never rescaled, like the other times: --time-unit converts the
+   link's bandwidth instead). The header must name both columns of a pair or neither (exit 2
+   naming the missing column), and option K's only with option K-1's. In a row, a pair with both
+   fields empty means the stage has no option K; one empty field of a pair is an error, and so is
+   an option K given where option K-1 is empty (stages may have different numbers of options,
+   but always options 1..n). The optimal policy chooses each kept tape's option together with the
+   checkpoints (offload adds its copies to such plans); store-all, every-k, sqrt and greedy keep
+   every tape in option 0. A forward that does not keep its tape runs in the stage's scratch
+   option, the one with the smallest tape. Example: tools/examples/gpt2_options.csv.
+
+   Output: the text schedule writes Fi+ for a forward that keeps its tape, Fi for one that does
+   not, Bi for a backward; on a stage with tape options Fi+/k is a forward that keeps its tape in
+   option k (k = 0 included). The per-stage table then gains a column "option": the option of the
+   tape the stage's backward consumed ("-" for a stage without options). --json prints one object;
+   its "ops" are ["F", i, 1, k] (forward keeping its tape, in option k: 0 on a stage without
+   options), ["F", i, 0] (forward without its tape), ["B", i], and with offload ["O", i],
+   ["P", i], ["W", i], ["OT", i], ["PT", i], ["WT", i]; each "stage_plan" entry has "tape_option",
+   the option of the tape its backward consumed (0 on a stage without options).
+
    Exit status: 0 the plan is feasible; 3 the budget is infeasible (stderr names the smallest
    feasible budget); 2 bad input or usage (stderr names the file, line and problem; also a chain
    too long for the chosen policy); 1 an internal or library failure. */
@@ -243,13 +267,24 @@ enum {
     COL_FWD_WS,
     COL_BWD_WS,
     COL_NO_CKPT,
-    COL_COUNT
+    COL_OPT_FIRST, /* tape option k = 1..N_OPTIONS: tape_bytes_k at COL_OPT_TAPE(k), bwd_extra_k next */
+    COL_COUNT = COL_OPT_FIRST + 2 * (CKPT_MAX_TAPE_OPTIONS - 1)
 };
-#define N_REQUIRED_COLS 7 /* all but no_checkpoint */
+#define N_REQUIRED_COLS 7 /* all but no_checkpoint and the tape options */
+#define N_OPTIONS (CKPT_MAX_TAPE_OPTIONS - 1) /* tape options beyond option 0 */
+#define COL_OPT_TAPE(k) (COL_OPT_FIRST + 2 * ((k) - 1))
+#define COL_OPT_EXTRA(k) (COL_OPT_FIRST + 2 * ((k) - 1) + 1)
+_Static_assert(N_OPTIONS == 3, "COL_NAMES names three tape options");
 
 static const char *const COL_NAMES[COL_COUNT] = {
     "name", "fwd_time", "bwd_time", "out_bytes", "tape_bytes", "fwd_workspace", "bwd_workspace",
-    "no_checkpoint"};
+    "no_checkpoint", "tape_bytes_1", "bwd_extra_1", "tape_bytes_2", "bwd_extra_2", "tape_bytes_3",
+    "bwd_extra_3"};
+
+/* A time column: fwd_time, bwd_time or a bwd_extra_k. */
+static int is_time_col(int col) {
+    return col == COL_FWD_TIME || col == COL_BWD_TIME || (col >= COL_OPT_FIRST && (col - COL_OPT_FIRST) % 2 == 1);
+}
 
 typedef struct model {
     int n, cap;
@@ -354,19 +389,13 @@ static int column_error(const char *file, int line, int col, const char *value, 
     char b[64];
     const char *what;
     if (st == NUM_EMPTY) return input_error(file, line, "column %s: empty field", COL_NAMES[col]);
-    switch (col) {
-    case COL_FWD_TIME:
-    case COL_BWD_TIME:
+    if (is_time_col(col))
         what = st == NUM_RANGE ? "is too large" : "is not a non-negative number";
-        break;
-    case COL_NO_CKPT:
+    else if (col == COL_NO_CKPT)
         what = "is not 0 or 1";
-        break;
-    default:
+    else
         what = st == NUM_RANGE ? "is too large (the largest size is 18446744073709551615)"
                                : "is not a non-negative integer";
-        break;
-    }
     return input_error(file, line, "column %s: '%s' %s", COL_NAMES[col], show(value, b, sizeof b),
                        what);
 }
@@ -449,7 +478,8 @@ static int load_model(const char *path, model *m) {
                     rc = input_error(file, lineno,
                                      "unknown column '%s' (the columns are name, fwd_time, "
                                      "bwd_time, out_bytes, tape_bytes, fwd_workspace, "
-                                     "bwd_workspace and optionally no_checkpoint)",
+                                     "bwd_workspace and optionally no_checkpoint and the tape "
+                                     "option pairs tape_bytes_K, bwd_extra_K for K = 1, 2, 3)",
                                      show(fl.v[i], b, sizeof b));
                     goto done;
                 }
@@ -464,6 +494,24 @@ static int load_model(const char *path, model *m) {
             for (i = 0; i < N_REQUIRED_COLS; i++) {
                 if (col_at[i] < 0) {
                     rc = input_error(file, lineno, "missing column '%s' in the header", COL_NAMES[i]);
+                    goto done;
+                }
+            }
+            for (i = 1; i <= N_OPTIONS; i++) {   /* option columns come in pairs, from option 1 up */
+                int ht = col_at[COL_OPT_TAPE(i)] >= 0, he = col_at[COL_OPT_EXTRA(i)] >= 0;
+                if (ht != he) {
+                    rc = input_error(file, lineno,
+                                     "column '%s' without column '%s' (a tape option needs both)",
+                                     COL_NAMES[ht ? COL_OPT_TAPE(i) : COL_OPT_EXTRA(i)],
+                                     COL_NAMES[ht ? COL_OPT_EXTRA(i) : COL_OPT_TAPE(i)]);
+                    goto done;
+                }
+                if (ht && i > 1 && col_at[COL_OPT_TAPE(i - 1)] < 0) {
+                    rc = input_error(file, lineno,
+                                     "column '%s' without the columns of tape option %d (%s, %s): "
+                                     "options are numbered from 1 without gaps",
+                                     COL_NAMES[COL_OPT_TAPE(i)], i - 1, COL_NAMES[COL_OPT_TAPE(i - 1)],
+                                     COL_NAMES[COL_OPT_EXTRA(i - 1)]);
                     goto done;
                 }
             }
@@ -491,7 +539,9 @@ static int load_model(const char *path, model *m) {
         {
             ckpt_cost c;
             uint64_t row_bytes = 0;
+            int has_opt[2 * N_OPTIONS]; /* per option column: a value was given */
             memset(&c, 0, sizeof c);
+            memset(has_opt, 0, sizeof has_opt);
             for (i = 0; i < n_cols; i++) {
                 const char *v = fl.v[i];
                 int k = kind_of[i];
@@ -526,6 +576,22 @@ static int load_model(const char *path, model *m) {
                         st = NUM_BAD;
                     break;
                 default:
+                    if (k >= COL_OPT_FIRST) {   /* an option column: empty = no such option */
+                        int j = (k - COL_OPT_FIRST) / 2;
+                        if (!*v) break;
+                        has_opt[k - COL_OPT_FIRST] = 1;
+                        if (is_time_col(k)) {
+                            st = parse_time(v, &c.option_extra[j]);
+                            break;
+                        }
+                        st = parse_u64(v, &u);
+                        if (st == NUM_OK) {
+                            c.option_t[j] = u;
+                            if (row_bytes > UINT64_MAX - u) st = NUM_RANGE;
+                            else row_bytes += u;
+                        }
+                        break;
+                    }
                     st = parse_u64(v, &u);
                     if (st == NUM_OK) {
                         if (k == COL_OUT) c.a = u;
@@ -541,6 +607,27 @@ static int load_model(const char *path, model *m) {
                     rc = column_error(file, lineno, k, v, st);
                     goto done;
                 }
+            }
+            /* Tape options: each pair both given or both empty, given ones from option 1 up. */
+            for (i = 1; i <= N_OPTIONS; i++) {
+                int ht = has_opt[COL_OPT_TAPE(i) - COL_OPT_FIRST], he = has_opt[COL_OPT_EXTRA(i) - COL_OPT_FIRST];
+                if (ht != he) {
+                    rc = input_error(file, lineno,
+                                     "column %s: empty field, but %s is given (a tape option needs "
+                                     "both, or neither for no option %d)",
+                                     COL_NAMES[ht ? COL_OPT_EXTRA(i) : COL_OPT_TAPE(i)],
+                                     COL_NAMES[ht ? COL_OPT_TAPE(i) : COL_OPT_EXTRA(i)], i);
+                    goto done;
+                }
+                if (!ht) continue;
+                if (c.n_options != i - 1) {
+                    rc = input_error(file, lineno,
+                                     "column %s: tape option %d without option %d (options are "
+                                     "numbered from 1 without gaps)",
+                                     COL_NAMES[COL_OPT_TAPE(i)], i, c.n_options + 1);
+                    goto done;
+                }
+                c.n_options = i;
             }
             if (total_bytes > UINT64_MAX - row_bytes) {
                 rc = input_error(file, lineno, "the byte sizes of the stages add up to more than 2^64-1");
@@ -576,18 +663,20 @@ typedef struct stage_view {
     int fwd_runs;       /* how many F(i) */
     int tape_first;     /* the first F(i) keeps its tape */
     int checkpoint;     /* X[i] written in the first forward is still live when F(n) ends */
+    int tape_option;    /* the tape option of the tape B(i) consumes (its F(i, tape)'s) */
 } stage_view;
 
 /* Returns 0 if the ops are malformed (out-of-range stage, no F(n)). */
 static int derive_views(const ckpt_op *ops, int n_ops, int n, stage_view *sv) {
     int k, i, p_fn = -1;
-    for (i = 0; i < n; i++) sv[i].fwd_runs = sv[i].tape_first = sv[i].checkpoint = 0;
+    for (i = 0; i < n; i++) sv[i].fwd_runs = sv[i].tape_first = sv[i].checkpoint = sv[i].tape_option = 0;
     for (k = 0; k < n_ops; k++) {
         int s = ops[k].stage;
         if (s < 1 || s > n || ops[k].kind < CKPT_OP_F || ops[k].kind > CKPT_OP_W) return 0;
         if (ops[k].kind != CKPT_OP_F && ops[k].kind != CKPT_OP_B) continue;     /* O, P, W */
         if (ops[k].kind == CKPT_OP_F) {
             if (sv[s - 1].fwd_runs++ == 0) sv[s - 1].tape_first = ops[k].tape != 0;
+            if (ops[k].tape) sv[s - 1].tape_option = ops[k].option; /* the last one is B's */
             if (s == n && p_fn < 0) p_fn = k;
         }
     }
@@ -753,7 +842,8 @@ static void print_json(FILE *o, const run_result *r) {
         for (i = 0; i < r->n_ops; i++) {
             const ckpt_op *op = &r->ops[i];
             fputs(i == 0 ? "\n    " : (i % 8 == 0 ? ",\n    " : ", "), o);
-            if (op->kind == CKPT_OP_F) fprintf(o, "[\"F\", %d, %d]", op->stage, op->tape ? 1 : 0);
+            if (op->kind == CKPT_OP_F && op->tape) fprintf(o, "[\"F\", %d, 1, %d]", op->stage, op->option);
+            else if (op->kind == CKPT_OP_F) fprintf(o, "[\"F\", %d, 0]", op->stage);
             else if (op->kind == CKPT_OP_B) fprintf(o, "[\"B\", %d]", op->stage);
             else fprintf(o, "[\"%c%s\", %d]", copy_op_letter(op->kind), op->tape ? "T" : "", op->stage);
         }
@@ -765,9 +855,9 @@ static void print_json(FILE *o, const run_result *r) {
             fputs(i ? ",\n    " : "\n    ", o);
             fprintf(o, "{\"stage\": %d, \"name\": ", i + 1);
             json_string(o, r->m->names[i]);
-            fprintf(o, ", \"tape_kept\": %s, \"forward_runs\": %d, \"checkpoint\": %s}",
+            fprintf(o, ", \"tape_kept\": %s, \"forward_runs\": %d, \"checkpoint\": %s, \"tape_option\": %d}",
                     r->sv[i].tape_first ? "true" : "false", r->sv[i].fwd_runs,
-                    (i + 1 < r->m->n && r->sv[i].checkpoint) ? "true" : "false");
+                    (i + 1 < r->m->n && r->sv[i].checkpoint) ? "true" : "false", r->sv[i].tape_option);
         }
         fputs("\n  ", o);
     }
@@ -796,8 +886,9 @@ static void print_text(FILE *o, const run_result *r) {
     const ckpt_plan_info *in = &r->info;
     const model *m = r->m;
     char b1[64], b2[64], t1[40], t2[40];
-    int i;
+    int i, n_with_options = 0;
 
+    for (i = 0; i < m->n; i++) n_with_options += m->costs[i].n_options > 0;
     fprintf(o, "%s: %d stage%s\n\n", r->file, m->n, m->n == 1 ? "" : "s");
     fprintf(o, "policy         %s", ckpt_policy_name(r->policy) ? ckpt_policy_name(r->policy) : "?");
     if (r->policy == CKPT_POLICY_EVERY_K) {
@@ -842,6 +933,12 @@ static void print_text(FILE *o, const run_result *r) {
     fprintf(o, "guarantee      %s\n", guarantee_text(in->guarantee));
     fprintf(o, "ops            %d (%d recomputed forward%s)\n", r->n_ops, in->n_recomputed,
             in->n_recomputed == 1 ? "" : "s");
+    if (n_with_options) {
+        int n_nonzero = 0;
+        for (i = 0; i < m->n; i++) n_nonzero += r->sv[i].tape_option != 0;
+        fprintf(o, "tape options   %d stage%s with options; %d tape%s kept in an option other than 0\n",
+                n_with_options, n_with_options == 1 ? "" : "s", n_nonzero, n_nonzero == 1 ? "" : "s");
+    }
 
     /* per-stage table */
     {
@@ -862,19 +959,22 @@ static void print_text(FILE *o, const run_result *r) {
         fputc('\n', o);
         fprintf(o, "%5s  ", "stage");
         print_name(o, "name", wn);
-        fprintf(o, "  %*s  %*s  %*s  %*s  %-9s  %-8s  %s\n", wf, "f", wb, "b", wa, "out_bytes", wt,
-                "tape_bytes", "tape kept", "fwd runs", "output stored");
+        fprintf(o, "  %*s  %*s  %*s  %*s  %-9s  %s%-8s  %s\n", wf, "f", wb, "b", wa, "out_bytes", wt,
+                "tape_bytes", "tape kept", n_with_options ? "option  " : "", "fwd runs", "output stored");
         for (i = 0; i < m->n; i++) {
-            char f[40], bt[40];
+            char f[40], bt[40], opt[24];
             const char *stored;
             fmt_double(m->costs[i].f, f, sizeof f);
             fmt_double(m->costs[i].b, bt, sizeof bt);
             if (i + 1 == m->n) stored = "(chain output)";
             else stored = r->sv[i].checkpoint ? "yes (checkpoint)" : "no";
+            if (!n_with_options) opt[0] = '\0';
+            else if (m->costs[i].n_options == 0) snprintf(opt, sizeof opt, "%-6s  ", "-");
+            else snprintf(opt, sizeof opt, "%-6d  ", r->sv[i].tape_option);
             fprintf(o, "%5d  ", i + 1);
             print_name(o, m->names[i], wn);
-            fprintf(o, "  %*s  %*s  %*" PRIu64 "  %*" PRIu64 "  %-9s  %-8d  %s%s\n", wf, f, wb, bt,
-                    wa, m->costs[i].a, wt, m->costs[i].t, r->sv[i].tape_first ? "yes" : "no",
+            fprintf(o, "  %*s  %*s  %*" PRIu64 "  %*" PRIu64 "  %-9s  %s%-8d  %s%s\n", wf, f, wb, bt,
+                    wa, m->costs[i].a, wt, m->costs[i].t, r->sv[i].tape_first ? "yes" : "no", opt,
                     r->sv[i].fwd_runs, stored,
                     (m->costs[i].flags & CKPT_STAGE_NO_CHECKPOINT) ? "  [no_checkpoint]" : "");
         }
@@ -887,7 +987,9 @@ static void print_text(FILE *o, const run_result *r) {
         for (i = 0; i < r->n_ops; i++) {
             char op[32];
             int l;
-            if (r->ops[i].kind == CKPT_OP_F)
+            if (r->ops[i].kind == CKPT_OP_F && r->ops[i].tape && m->costs[r->ops[i].stage - 1].n_options > 0)
+                l = snprintf(op, sizeof op, "F%d+/%d", r->ops[i].stage, r->ops[i].option);
+            else if (r->ops[i].kind == CKPT_OP_F)
                 l = snprintf(op, sizeof op, "F%d%s", r->ops[i].stage, r->ops[i].tape ? "+" : "");
             else if (r->ops[i].kind == CKPT_OP_B)
                 l = snprintf(op, sizeof op, "B%d", r->ops[i].stage);
@@ -905,6 +1007,9 @@ static void print_text(FILE *o, const run_result *r) {
             col += l;
         }
         fputs("\n          (Fi+ forward keeping its tape, Fi forward without, Bi backward", o);
+        if (n_with_options)
+            fputs(";\n           Fi+/k forward keeping its tape in tape option k (stages with options; 0 is\n"
+                  "           tape_bytes with bwd_time, k > 0 tape_bytes_k with bwd_time + bwd_extra_k)", o);
         if (in->n_offloaded)
             fputs(";\n           Oi / Pi / Wi offload / prefetch / wait for the offload of X[i], OTi / PTi / WTi the\n"
                   "           same for stage i's tape", o);
@@ -948,9 +1053,12 @@ static void usage(FILE *o) {
             "\n"
             "FILE.csv ('-' for standard input) has a header line naming the columns\n"
             "  name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace\n"
-            "in any order, optionally no_checkpoint (0/1), then one row per stage, first stage\n"
-            "first. Times are non-negative decimals (any consistent unit), sizes byte counts.\n"
-            "Blank lines and lines starting with '#' are ignored.\n"
+            "in any order, optionally no_checkpoint (0/1) and tape options: column pairs\n"
+            "tape_bytes_K,bwd_extra_K for K = 1..3 (option K keeps a tape of tape_bytes_K\n"
+            "bytes and makes the backward bwd_extra_K slower; both fields empty: no option K),\n"
+            "then one row per stage, first stage first. Times are non-negative decimals (any\n"
+            "consistent unit), sizes byte counts. Blank lines and lines starting with '#' are\n"
+            "ignored.\n"
             "\n"
             "Exit status: 0 feasible, 3 the budget is infeasible, 2 bad input or usage,\n"
             "1 internal error.\n",
