@@ -33,8 +33,10 @@
 
    Tape options: every block declares examples/mlp_cpu.c's tape option 1 (its tape without the
    GELU output, which its backward recomputes; bwd_extra is the recompute's time, measured at
-   start-up as the example does) and the policies that choose options (optimal, offload) use it
-   where it pays; "opt1" (CSV: n_option1) counts the blocks whose F kept option 1 in each plan.
+   start-up as the example does). The optimal policy (and offload, from optimal's plans) keeps a
+   tape in option 1 where that pays; the other policies keep option 0; under every policy an F
+   that keeps no tape runs option 1, the smaller. "opt1" (CSV: n_option1, the last column) counts
+   the blocks whose F kept option 1 in each plan.
    Store-all, the reference, keeps option 0; the line after it, "store-all opt1" (CSV policy
    "custom", frac its memory ratio), runs store-all's schedule keeping every tape in option 1.
    --no-options declares no option (and no forward workspace for it): the stages are what they
