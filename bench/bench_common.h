@@ -9,7 +9,10 @@
      BENCH_TRAIN         the example's function that trains a Session under a plan desc,
    and optionally
      BENCH_CPU_MS(r)     the median CPU time of Run *r's timed steps, in ms: adds the columns
-                         "cpu ms" and "cpu x" (its ratio to store-all's) beside the wall time. */
+                         "cpu ms" and "cpu x" (its ratio to store-all's) beside the wall time;
+     BENCH_OPT1(r)       how many blocks' F kept tape option 1 in Run *r's plan: adds the column
+                         "opt1" (CSV: n_option1, the last column);
+     BENCH_RUN_FREE(r)   frees what Run *r holds (default: free((r)->grads)). */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
 
@@ -19,6 +22,14 @@
 #define BENCH_CPU_CSV ",cpu_ms,cpu_ratio"
 #else
 #define BENCH_CPU_CSV ""
+#endif
+#ifdef BENCH_OPT1
+#define BENCH_OPT1_CSV ",n_option1"
+#else
+#define BENCH_OPT1_CSV ""
+#endif
+#ifndef BENCH_RUN_FREE
+#define BENCH_RUN_FREE(r) free((r)->grads)
 #endif
 
 /* "1,0.8,0.5" into fracs; the count, or 0 when the list is malformed. */
@@ -52,7 +63,7 @@ static void print_header(const Config *cfg, int csv)
     if (csv) {
         printf("policy,k,frac,budget_bytes,feasible,planned_peak,arena_high_water," BENCH_MEM_CSV ",n_recomputed,"
                "pred_ms,meas_ms,pred_ratio,meas_ratio,mem_ratio,min_budget,grads_identical,"
-               "pinned_bytes,loads_per_step,slot_bytes" BENCH_CPU_CSV "\n");
+               "pinned_bytes,loads_per_step,slot_bytes" BENCH_CPU_CSV BENCH_OPT1_CSV "\n");
         return;
     }
     printf("%-14s %5s %12s %12s", "policy", "frac", "planned MiB", BENCH_MEM_LABEL);
@@ -66,7 +77,11 @@ static void print_header(const Config *cfg, int csv)
 #ifdef BENCH_CPU_MS
     printf(" %7s", "cpu x");
 #endif
-    printf(" %6s %s\n", "mem x", "grads");
+    printf(" %6s", "mem x");
+#ifdef BENCH_OPT1
+    printf(" %4s", "opt1");
+#endif
+    printf(" %s\n", "grads");
 }
 
 /* One line: run r at budget (frac of store-all's peak), against the store-all run ref; same:
@@ -77,8 +92,8 @@ static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, 
     char name[32];
     run_name(r, name, sizeof name);
     if (csv && !r->feasible) {
-        printf("%s,,%g,%llu,0,,,,,,,,,,%llu,,,,%s\n", ckpt_policy_name(r->policy), frac, (unsigned long long)budget,
-               (unsigned long long)r->info.min_budget, BENCH_CPU_CSV[0] ? ",," : "");
+        printf("%s,,%g,%llu,0,,,,,,,,,,%llu,,,,%s%s\n", ckpt_policy_name(r->policy), frac, (unsigned long long)budget,
+               (unsigned long long)r->info.min_budget, BENCH_CPU_CSV[0] ? ",," : "", BENCH_OPT1_CSV[0] ? "," : "");
         return;
     }
     if (!r->feasible) {
@@ -98,6 +113,9 @@ static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, 
 #ifdef BENCH_CPU_MS
         printf(",%.4f,%.4f", BENCH_CPU_MS(r), BENCH_CPU_MS(r) / BENCH_CPU_MS(ref));
 #endif
+#ifdef BENCH_OPT1
+        printf(",%d", BENCH_OPT1(r));
+#endif
         printf("\n");
         return;
     }
@@ -112,7 +130,11 @@ static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, 
 #ifdef BENCH_CPU_MS
     printf(" %7.3f", BENCH_CPU_MS(r) / BENCH_CPU_MS(ref));
 #endif
-    printf(" %6.3f %s\n", mem_x, same ? "same" : "DIFFER");
+    printf(" %6.3f", mem_x);
+#ifdef BENCH_OPT1
+    printf(" %4d", BENCH_OPT1(r));
+#endif
+    printf(" %s\n", same ? "same" : "DIFFER");
 }
 
 /* Every policy at every budget (fracs of ref's planned peak), a line each, the offload policy
@@ -138,7 +160,7 @@ static int bench_sweep(Session *ss, const Config *cfg, int csv, const Run *ref, 
             if (run.feasible) all_same &= same;
             print_run(cfg, csv, &run, ref, fracs[f], budget, same);
             fflush(stdout);
-            free(run.grads);
+            BENCH_RUN_FREE(&run);
         }
         if (!csv) printf("\n");
     }

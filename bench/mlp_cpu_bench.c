@@ -31,6 +31,17 @@
    throttled to that many GB/s each way ("pinned MiB": the pool). --stream 1 streams the
    parameters on every line, the reference included.
 
+   Tape options: every block declares examples/mlp_cpu.c's tape option 1 (its tape without the
+   GELU output, which its backward recomputes; bwd_extra is the recompute's time, measured at
+   start-up as the example does). The optimal policy (and offload, from optimal's plans) keeps a
+   tape in option 1 where that pays; the other policies keep option 0; under every policy an F
+   that keeps no tape runs option 1, the smaller. "opt1" (CSV: n_option1, the last column) counts
+   the blocks whose F kept option 1 in each plan.
+   Store-all, the reference, keeps option 0; the line after it, "store-all opt1" (CSV policy
+   "custom", frac its memory ratio), runs store-all's schedule keeping every tape in option 1.
+   --no-options declares no option (and no forward workspace for it): the stages are what they
+   were before options, to compare.
+
    Build: the CMake target mlp_cpu_bench (OpenBLAS when found, else examples/blas.h's SGEMM;
    OpenMP when found), or from the repository root (Debian's OpenBLAS)
        cc -std=c11 -O2 -fopenmp -DCKPT_EXAMPLE_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread \
@@ -38,7 +49,7 @@
    Run:
        ./mlp_cpu_bench [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]
                        [--fracs 1,0.8,...] [--policies optimal,every-k,...] [--bandwidth GB_PER_S]
-                       [--stream 0|1] [--threads T] [--csv]
+                       [--stream 0|1] [--threads T] [--no-options] [--csv]
    Exit status 0; 1 if some policy's gradients differ from store-all's; 2 on bad arguments.
 */
 #define MLP_CPU_NO_MAIN
@@ -49,6 +60,8 @@
 #define BENCH_MEM_BYTES(r) ((r)->stats.arena_bytes)
 #define BENCH_TRAIN session_train
 #define BENCH_CPU_MS(r) ((r)->cpu_ms_per_step)
+#define BENCH_OPT1(r) ((r)->n_opt1)
+#define BENCH_RUN_FREE(r) run_free(r)
 #include "bench_common.h"
 
 static void usage(const char *prog)
@@ -56,11 +69,11 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]\n"
             "          [--fracs F1,F2,...] [--policies P1,P2,...] [--bandwidth GB_PER_S] [--stream 0|1]\n"
-            "          [--threads T] [--csv]\n"
+            "          [--threads T] [--no-options] [--csv]\n"
             "defaults: --width 64 --depth 8 --batch 256 --steps 6 (1 warm-up, then timed; the median)\n"
             "          --dropout 0.1 --seed 42 --fracs 1,0.8,0.6,0.5,0.4,0.3,0.25,0.2 (of store-all's peak)\n"
             "          --policies every-k,sqrt,greedy,optimal (and offload with --bandwidth)\n"
-            "          --threads $OPENBLAS_NUM_THREADS if set, else 1\n",
+            "          --threads $OPENBLAS_NUM_THREADS if set, else 1; tape option 1 declared\n",
             prog);
     exit(2);
 }
@@ -97,6 +110,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--csv")) { csv = 1; continue; }
+        if (!strcmp(a, "--no-options")) { cfg.no_options = 1; continue; }
         if (i + 1 >= argc) usage(argv[0]);
         const char *v = argv[++i];
         if (!strcmp(a, "--width")) cfg.C = atoi(v);
@@ -142,6 +156,14 @@ int main(int argc, char **argv)
     printf("%sblocks (mean of the measured medians): fwd %.3f ms, bwd %.3f ms; store-all: planned peak %llu bytes (%.2f MiB), predicted "
            "%.3f ms, measured %.3f ms (CPU %.3f ms) per step\n", lead, ss.fwd_ms, ss.bwd_ms,
            (unsigned long long)ref.info.peak, mib(ref.info.peak), ref.info.time, ref.ms_per_step, ref.cpu_ms_per_step);
+    if (cfg.no_options)
+        printf("%stape options off (--no-options): every block keeps option 0, %zu bytes of tape\n", lead,
+               ss.model.tape_bytes[0]);
+    else
+        printf("%stape option 1 (no GELU output, recomputed in backward): tape %zu bytes per block (option 0: %zu), "
+               "bwd_extra %.3f ms (the recompute timed alone; backward measured under store-all in option 1: "
+               "%.3f ms per block)\n", lead, ss.model.tape_bytes[1], ss.model.tape_bytes[0], ss.bwd_extra_ms,
+               ss.bwd1_ms);
     printf("%sstore-all's last gradients: checksum %016llx\n", lead,
            (unsigned long long)ckpt_checksum(ref.grads, (ss.model.n_params + (size_t)cfg.N * cfg.C) * sizeof(float)));
     if (cfg.bandwidth_gbs > 0.0)
@@ -152,11 +174,20 @@ int main(int argc, char **argv)
     if (!csv) printf("\n");
     print_header(&cfg, csv);
     print_run(&cfg, csv, &ref, &ref, 1.0, ref.info.peak, 1);
+    int all_same = 1;
+    if (!cfg.no_options) {  /* store-all's schedule keeping every tape in option 1 (CSV: "custom") */
+        Run all1;
+        session_train_store_all(&ss, 1, "store-all opt1", &all1);
+        int same = same_grads(&ss, &all1, &ref);
+        all_same &= same && all1.n_opt1 == cfg.L;
+        print_run(&cfg, csv, &all1, &ref, (double)all1.info.peak / (double)ref.info.peak, all1.info.peak, same);
+        run_free(&all1);
+    }
     if (!csv) printf("\n");
 
-    int all_same = bench_sweep(&ss, &cfg, csv, &ref, fracs, n_fracs, policies, n_policies);
+    all_same &= bench_sweep(&ss, &cfg, csv, &ref, fracs, n_fracs, policies, n_policies);
 
-    free(ref.grads);
+    run_free(&ref);
     session_close(&ss);
     if (!all_same) fprintf(stderr, "mlp_cpu_bench: some gradients differ from store-all's\n");
     return all_same ? 0 : 1;

@@ -11,13 +11,30 @@
    stage times every plan uses are measured first by the library (ckpt_chain_measure: one warm-up
    and three timed store-all steps, medians per block).
 
+   Tape options (TAPE OPTIONS in ckpt.h). A block's tape (option 0) holds the LayerNorm output,
+   its mean and rstd, h (pre-GELU), a = GELU(h) and the dropout mask. Each block also declares
+   option 1: the same tape without a, 43% smaller, whose backward recomputes a from h with the
+   forward's own gelu_rows (the same code, so the same bits) into its workspace before use. Its
+   forward still computes a, for W2, into the forward workspace (N x H floats: ckpt.h has no
+   per-option workspace, so option 0's forward is given it too and leaves it unused). Option 1's
+   bwd_extra, the time of that recompute, is measured at start-up by timing gelu_rows alone
+   (measure_gelu_recompute: the host clock around each call, the median, as ckpt_chain_measure
+   times callbacks); the backward measured under store-all's schedule kept in option 1 is printed
+   beside it as a cross-check. The optimal policy chooses options with its checkpoints; an F that
+   keeps no tape (a recomputation's first pass) runs option 1, the smaller. Two rows check the
+   options: "store-all opt1", store-all's schedule with every F keeping option 1 (its gradients
+   must be store-all's bits, and the row shows what option 1 costs in time and saves in memory),
+   and "optimal b=opt1", the optimal policy at that row's peak. Column opt1 counts the blocks
+   whose F kept option 1; the lines under the table show each plan's option per block.
+   --no-options declares no option (nor the forward workspace): the blocks as they were before.
+
    Build (from the repository root), with OpenBLAS and OpenMP:
        cc -std=c11 -O2 -fopenmp -DCKPT_EXAMPLE_OPENBLAS examples/mlp_cpu.c -o mlp_cpu -lopenblas -lm
    or without either (built-in SGEMM, one thread): cc -std=c11 -O2 examples/mlp_cpu.c -o mlp_cpu -lm
    Run:
        ./mlp_cpu [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]
                  [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream 1]
-                 [--threads T]
+                 [--threads T] [--no-options]
 
    --threads T (default: $OPENBLAS_NUM_THREADS if set, else 1) gives the BLAS and the example's
    own loops T threads (example_set_threads). The loops are split over rows, or over columns for
@@ -112,6 +129,7 @@ typedef struct Block { float *ln_g, *ln_b, *w1, *b1, *w2, *b2; } Block;
 
 enum { T_LN, T_MEAN, T_RSTD, T_H, T_A, T_MASK, T_COUNT };   /* pieces of a stage's tape */
 enum { W_DM, W_DA, W_DLN, W_COUNT };                        /* pieces of the backward workspace */
+enum { N_OPTIONS = 2 };                                     /* tape options 0 and 1 (see model_create) */
 
 typedef struct Model {
     int C, H, N, L;             /* width, hidden width (4C), rows, blocks */
@@ -119,8 +137,9 @@ typedef struct Model {
     size_t n_params;
     float *params, *grads;      /* n_params floats each */
     Block *p, *g;               /* per block, into params and grads */
-    ckpt_layout_entry tape[T_COUNT], ws[W_COUNT];
-    size_t tape_bytes, ws_bytes;
+    ckpt_layout_entry tape[N_OPTIONS][T_COUNT], ws[W_COUNT];
+    size_t tape_bytes[N_OPTIONS], ws_bytes;
+    size_t fws_bytes;           /* forward workspace: option 1's GELU output a (N x H floats) */
 } Model;
 
 static float *carve(float *base, int C, int H, Block *b)
@@ -148,15 +167,25 @@ static void model_create(Model *m, int C, int L, int N, float p_drop)
         gp = carve(gp, C, m->H, &m->g[l]);
     }
     /* The backward sees only the input, the tape and grad_out, so the tape keeps everything else
-       it needs; the LN input x-hat is recomputed from the input and the mean/rstd. */
+       it needs; the LN input x-hat is recomputed from the input and the mean/rstd.
+       Tape option 0 keeps the LN output, mean, rstd, h (pre-GELU), a = GELU(h) and the dropout
+       mask: 37 N C bytes and the row statistics (H = 4C). Option 1 (TAPE OPTIONS in ckpt.h) is
+       the same tape without a, 21 N C bytes (43% less), for a backward that recomputes a from h. Its
+       forward still needs a (for y = a W2^T) but may not keep it, so it writes a into the forward
+       workspace (fws_bytes, N x H floats), which the stage declares only when options are on. */
     size_t nc = (size_t)N * C, nh = (size_t)N * m->H;
-    m->tape[T_LN] = (ckpt_layout_entry){ .bytes = nc * sizeof(float), .align = 64 };
-    m->tape[T_MEAN] = (ckpt_layout_entry){ .bytes = N * sizeof(float), .align = 64 };
-    m->tape[T_RSTD] = (ckpt_layout_entry){ .bytes = N * sizeof(float), .align = 64 };
-    m->tape[T_H] = (ckpt_layout_entry){ .bytes = nh * sizeof(float), .align = 64 };
-    m->tape[T_A] = (ckpt_layout_entry){ .bytes = nh * sizeof(float), .align = 64 };
-    m->tape[T_MASK] = (ckpt_layout_entry){ .bytes = nc, .align = 64 };
-    CHECK(ckpt_layout_compute(m->tape, T_COUNT, &m->tape_bytes));
+    ckpt_layout_entry *t0 = m->tape[0], *t1 = m->tape[1];
+    t0[T_LN] = (ckpt_layout_entry){ .bytes = nc * sizeof(float), .align = 64 };
+    t0[T_MEAN] = (ckpt_layout_entry){ .bytes = N * sizeof(float), .align = 64 };
+    t0[T_RSTD] = (ckpt_layout_entry){ .bytes = N * sizeof(float), .align = 64 };
+    t0[T_H] = (ckpt_layout_entry){ .bytes = nh * sizeof(float), .align = 64 };
+    t0[T_A] = (ckpt_layout_entry){ .bytes = nh * sizeof(float), .align = 64 };
+    t0[T_MASK] = (ckpt_layout_entry){ .bytes = nc, .align = 64 };
+    memcpy(t1, t0, sizeof m->tape[0]);
+    t1[T_A].bytes = 0;          /* option 1: no a (its entry is empty, never used) */
+    CHECK(ckpt_layout_compute(t0, T_COUNT, &m->tape_bytes[0]));
+    CHECK(ckpt_layout_compute(t1, T_COUNT, &m->tape_bytes[1]));
+    m->fws_bytes = nh * sizeof(float);
     m->ws[W_DM] = (ckpt_layout_entry){ .bytes = nc * sizeof(float), .align = 64 };
     m->ws[W_DA] = (ckpt_layout_entry){ .bytes = nh * sizeof(float), .align = 64 };
     m->ws[W_DLN] = (ckpt_layout_entry){ .bytes = nc * sizeof(float), .align = 64 };
@@ -242,16 +271,32 @@ static void add_column_sums(float *g, const float *d, int rows, int n)
     }
 }
 
-/* One block forward. rng NULL: no dropout (the teacher, or p_drop = 0). */
+/* a = GELU(h) for rows x H values. The forward's GELU and tape option 1's recomputation in the
+   backward both call this one function, so they run the same code and give the same bits. */
+static void gelu_rows(const float *h, float *a, int rows, int H)
+{
+    EXAMPLE_PARALLEL_FOR
+    for (int r = 0; r < rows; r++) {
+        const float *hr = h + (size_t)r * H;
+        float *ar = a + (size_t)r * H;
+        for (int j = 0; j < H; j++) ar[j] = gelu(hr[j]);
+    }
+}
+
+/* One block forward, keeping tape option `option` (0 or 1) in tape; option 1 writes a into fws
+   (the forward workspace, N x H floats) instead. Every option computes the same y from the same
+   random numbers: only what stays in the tape differs. rng NULL: no dropout (the teacher, or
+   p_drop = 0). */
 static void block_forward(const Model *m, const Block *p, const float *x, float *y, void *tape,
-                          const ckpt_philox *rng)
+                          int option, float *fws, const ckpt_philox *rng)
 {
     const int N = m->N, C = m->C, H = m->H;
-    float *ln = ckpt_layout_ptr(tape, m->tape, T_LN), *h = ckpt_layout_ptr(tape, m->tape, T_H);
-    float *mean = ckpt_layout_ptr(tape, m->tape, T_MEAN);
-    float *rstd = ckpt_layout_ptr(tape, m->tape, T_RSTD);
-    float *a = ckpt_layout_ptr(tape, m->tape, T_A);
-    uint8_t *mask = ckpt_layout_ptr(tape, m->tape, T_MASK);
+    const ckpt_layout_entry *lay = m->tape[option];
+    float *ln = ckpt_layout_ptr(tape, lay, T_LN), *h = ckpt_layout_ptr(tape, lay, T_H);
+    float *mean = ckpt_layout_ptr(tape, lay, T_MEAN);
+    float *rstd = ckpt_layout_ptr(tape, lay, T_RSTD);
+    float *a = option == 0 ? ckpt_layout_ptr(tape, lay, T_A) : fws;
+    uint8_t *mask = ckpt_layout_ptr(tape, lay, T_MASK);
     const float *ln_g = p->ln_g, *ln_b = p->ln_b, *b1 = p->b1, *b2 = p->b2;
     /* Dropout row by row needs each row to start on a Philox block (4 values): C % 4 == 0. */
     const int drop_rows = rng && C % 4 == 0, drop_all = rng && !drop_rows;
@@ -272,13 +317,11 @@ static void block_forward(const Model *m, const Block *p, const float *x, float 
                 1.0f, ln, C, p->w1, C, 0.0f, h, H);
     EXAMPLE_PARALLEL_FOR
     for (int r = 0; r < N; r++) {
-        float *hr = h + (size_t)r * H, *ar = a + (size_t)r * H;
-        for (int j = 0; j < H; j++) {
-            const float v = hr[j] + b1[j];
-            hr[j] = v;
-            ar[j] = gelu(v);
-        }
+        float *hr = h + (size_t)r * H;
+        EXAMPLE_SIMD
+        for (int j = 0; j < H; j++) hr[j] += b1[j];
     }
+    gelu_rows(h, a, N, H);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, H,       /* y = a W2^T */
                 1.0f, a, H, p->w2, H, 0.0f, y, C);
     EXAMPLE_PARALLEL_FOR
@@ -306,17 +349,17 @@ static void block_forward(const Model *m, const Block *p, const float *x, float 
     }
 }
 
-/* One block backward: dx (may be NULL) = dL/dx; adds parameter gradients into g. */
+/* One block backward from a tape of option `option`: dx (may be NULL) = dL/dx; adds parameter
+   gradients into g. */
 static void block_backward(const Model *m, const Block *p, Block *g, const float *x,
-                           const void *tape, const float *dy, float *dx, void *ws)
+                           const void *tape, int option, const float *dy, float *dx, void *ws)
 {
     const int N = m->N, C = m->C, H = m->H;
-    void *t = (void *)tape;             /* ckpt_layout_ptr takes a non-const base */
-    const float *ln = ckpt_layout_ptr(t, m->tape, T_LN), *h = ckpt_layout_ptr(t, m->tape, T_H);
-    const float *mean = ckpt_layout_ptr(t, m->tape, T_MEAN);
-    const float *rstd = ckpt_layout_ptr(t, m->tape, T_RSTD);
-    const float *a = ckpt_layout_ptr(t, m->tape, T_A);
-    const uint8_t *mask = ckpt_layout_ptr(t, m->tape, T_MASK);
+    const ckpt_layout_entry *lay = m->tape[option];
+    const float *ln = ckpt_layout_ptr(tape, lay, T_LN), *h = ckpt_layout_ptr(tape, lay, T_H);
+    const float *mean = ckpt_layout_ptr(tape, lay, T_MEAN);
+    const float *rstd = ckpt_layout_ptr(tape, lay, T_RSTD);
+    const uint8_t *mask = ckpt_layout_ptr(tape, lay, T_MASK);
     float *dm = ckpt_layout_ptr(ws, m->ws, W_DM), *da = ckpt_layout_ptr(ws, m->ws, W_DA);
     float *dln = ckpt_layout_ptr(ws, m->ws, W_DLN);
     const float scale = 1.0f / (1.0f - m->p_drop);   /* the scale the dropout applied */
@@ -330,6 +373,13 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
         for (int c = 0; c < C; c++) dm[off + c] = mask[off + c] ? dy[off + c] * scale : 0.0f;
     }
     add_column_sums(g->b2, dm, N, C);
+    /* a: from the tape (option 0), or recomputed from h by the forward's own gelu_rows (option 1,
+       the same bits) into da's space, which nothing uses until da = dm W2 below overwrites it */
+    const float *a = ckpt_layout_ptr(tape, lay, T_A);
+    if (option == 1) {
+        gelu_rows(h, da, N, H);
+        a = da;
+    }
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, H, N,       /* dW2 += dm^T a */
                 1.0f, dm, C, a, H, 1.0f, g->w2, H);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, H, C,     /* da = dm W2 */
@@ -385,18 +435,23 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
 
 /* ---- the ckpt stages: thin wrappers; the stage index picks the block ------------------------ */
 
+/* ctx->tape_option is the tape option to write (forward) or read (backward): 0, or 1 when the
+   stage declares it (session_open); option 1's forward needs the forward workspace. */
 static ckpt_result stage_forward(const ckpt_fwd_args *args)
 {
     const Model *m = args->ctx->user;
     const Block *p = &m->p[args->ctx->stage];
+    const int option = args->ctx->tape_option;
     Block streamed;             /* --stream: the library's copy of this block's parameters */
     ckpt_philox rng;
+    if (option < 0 || option >= N_OPTIONS || (option == 1 && !args->workspace)) return CKPT_ERR_BAD_ARGUMENT;
     if (args->params) { carve((float *)(uintptr_t)args->params, m->C, m->H, &streamed); p = &streamed; }
     if (m->p_drop > 0.0f) {     /* a recomputation gets the same range back: same mask */
         ckpt_result r = ckpt_ctx_rng(args->ctx, ((uint64_t)m->N * m->C + 3) / 4, &rng);
         if (r != CKPT_OK) return r;
     }
-    block_forward(m, p, args->in, args->out, args->tape, m->p_drop > 0.0f ? &rng : NULL);
+    block_forward(m, p, args->in, args->out, args->tape, option, args->workspace,
+                  m->p_drop > 0.0f ? &rng : NULL);
     return CKPT_OK;
 }
 
@@ -404,12 +459,14 @@ static ckpt_result stage_backward(const ckpt_bwd_args *args)
 {
     const Model *m = args->ctx->user;
     int l = args->ctx->stage;
+    const int option = args->ctx->tape_option;
     Block sp, sg;               /* --stream: parameters in, gradients out through the library */
     const Block *p = &m->p[l];
     Block *g = &m->g[l];
+    if (option < 0 || option >= N_OPTIONS) return CKPT_ERR_BAD_ARGUMENT;
     if (args->params) { carve((float *)(uintptr_t)args->params, m->C, m->H, &sp); p = &sp; }
     if (args->param_grads) { carve((float *)args->param_grads, m->C, m->H, &sg); g = &sg; }
-    block_backward(m, p, g, args->in, args->tape, args->grad_out, args->grad_in, args->workspace);
+    block_backward(m, p, g, args->in, args->tape, option, args->grad_out, args->grad_in, args->workspace);
     return CKPT_OK;
 }
 
@@ -421,6 +478,7 @@ typedef struct Config {
     double budget_frac, bandwidth_gbs;
     int stream;                 /* parameters streamed through the library */
     int threads;                /* for the BLAS and the loops (example_set_threads); 0: default */
+    int no_options;             /* --no-options: declare no tape option (option 0 only, as before) */
     uint64_t budget, seed;
 } Config;
 
@@ -431,6 +489,8 @@ typedef struct Batch {          /* host buffers of one step; the caller owns X[0
 
 typedef struct Run {
     ckpt_policy policy;
+    const char *label;          /* the table's name for it; NULL: the policy's */
+    uint64_t budget;            /* the budget it was planned for (0: none) */
     int feasible;
     ckpt_plan_info info;
     ckpt_chain_stats stats;
@@ -438,7 +498,31 @@ typedef struct Run {
     double cpu_ms_per_step;     /* median CPU time of a timed step, every thread of the process */
     double first_loss, loss;
     float *grads;               /* the last step's parameter gradients, then the input gradient */
+    char *tape_opts;            /* per block, the tape option its F kept ('0' + option), L chars */
+    int n_opt1;                 /* blocks whose F kept tape option 1 */
 } Run;
+
+static void run_free(Run *r)
+{
+    free(r->grads);
+    free(r->tape_opts);
+    r->grads = NULL;
+    r->tape_opts = NULL;
+}
+
+/* The tape option of the F that kept each stage's tape in the chain's plan, into run. (An F
+   that keeps no tape runs the scratch option, the smallest tape: option 1 when declared.) */
+static void plan_options(const ckpt_chain *chain, int L, Run *run)
+{
+    int n_ops;
+    const ckpt_op *ops = ckpt_plan_ops(ckpt_chain_get_plan(chain), &n_ops);
+    run->tape_opts = xcalloc((size_t)L + 1, 1);
+    memset(run->tape_opts, '0', (size_t)L);
+    for (int k = 0; k < n_ops; k++)
+        if (ops[k].kind == CKPT_OP_F && ops[k].tape) run->tape_opts[ops[k].stage - 1] = (char)('0' + ops[k].option);
+    run->n_opt1 = 0;
+    for (int l = 0; l < L; l++) run->n_opt1 += run->tape_opts[l] == '1';
+}
 
 /* The teacher's output for b->x, into b->target (no ckpt: it never trains). */
 static void teacher_forward(const Model *t, Batch *b)
@@ -446,7 +530,7 @@ static void teacher_forward(const Model *t, Batch *b)
     const float *in = b->x;
     for (int l = 0; l < t->L; l++) {
         float *out = l == t->L - 1 ? b->target : b->tmp[l % 2];
-        block_forward(t, &t->p[l], in, out, b->tape, NULL);
+        block_forward(t, &t->p[l], in, out, b->tape, 0, NULL, NULL);
         in = out;
     }
 }
@@ -498,10 +582,11 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Trains m from `init` under one plan; fills run. Every run sees the same data and dropout. */
+/* Trains m from `init` under one plan (pd, or with ops non-NULL the schedule ops, installed with
+   ckpt_chain_set_schedule); fills run. Every run sees the same data and dropout. */
 static void train(const Config *cfg, Model *m, const Model *teacher, const float *init,
                   const ckpt_stage_desc *stages, ckpt_backend *be, const ckpt_plan_desc *pd,
-                  Batch *b, Run *run)
+                  const ckpt_op *ops, int n_ops, Batch *b, Run *run)
 {
     size_t nc = (size_t)m->N * m->C;
     memcpy(m->params, init, m->n_params * sizeof(float));
@@ -514,8 +599,10 @@ static void train(const Config *cfg, Model *m, const Model *teacher, const float
     cd.logger.fn = log_errors;
     ckpt_chain *chain;
     CHECK(ckpt_chain_create(&cd, &chain));
-    run->policy = pd->policy;
-    ckpt_result r = ckpt_chain_plan(chain, pd, &run->info);
+    run->policy = ops ? CKPT_POLICY_CUSTOM : pd->policy;
+    run->budget = ops ? 0 : pd->budget;
+    ckpt_result r = ops ? ckpt_chain_set_schedule(chain, ops, n_ops, &run->info)
+                        : ckpt_chain_plan(chain, pd, &run->info);
     if (r == CKPT_ERR_INFEASIBLE) {
         run->feasible = 0;
         ckpt_chain_destroy(chain);
@@ -523,6 +610,7 @@ static void train(const Config *cfg, Model *m, const Model *teacher, const float
     }
     CHECK(r);
     run->feasible = 1;
+    plan_options(chain, m->L, run);
 
     Rng data = { cfg->seed ^ 0xda7aULL, 0 };
     double *step_ms = xcalloc((size_t)cfg->steps, sizeof(double));
@@ -564,18 +652,36 @@ typedef struct Session {
     float *init;                /* the model's initial parameters: every run starts from them */
     double fwd_ms, bwd_ms;      /* the blocks' mean measured times (every plan uses the same costs) */
     double measure_ms;          /* what measuring them took */
+    double bwd_extra_ms;        /* tape option 1's bwd_extra: the GELU recompute, timed alone */
+    double bwd1_ms;             /* cross-check: mean backward measured under store-all in option 1 */
+    int bwd1_option;            /* ckpt_stage_time.bwd_option that measurement reported (stage 1) */
     ckpt_stage_desc *stages;
     Batch batch;
     ckpt_backend be;            /* plain CPU backend */
     ckpt_backend engine;        /* with a copy engine (throttled to --bandwidth), for offload */
 } Session;
 
+/* Store-all's schedule with every F keeping tape option `option`: F(1..L), then B(L..1). */
+static ckpt_op *store_all_ops(int L, int option, int *n_ops)
+{
+    ckpt_op *ops = xcalloc(2 * (size_t)L, sizeof *ops);
+    for (int i = 0; i < L; i++) {
+        ops[i] = (ckpt_op){ .kind = CKPT_OP_F, .stage = i + 1, .tape = 1, .option = option };
+        ops[L + i] = (ckpt_op){ .kind = CKPT_OP_B, .stage = L - i };
+    }
+    *n_ops = 2 * L;
+    return ops;
+}
+
 /* Every block's forward and backward time, measured by the library: ckpt_chain_measure runs
    MEASURE_STEPS real store-all steps after one untimed (warm-up) and gives each stage's medians
-   in ms, which become the stages' fwd_time and bwd_time: the costs every plan below uses. The
+   in ms, which become the stages' fwd_time and bwd_time: the costs every plan below uses (option
+   0's: store-all keeps every tape in option 0). With option 1, the same steps under store-all's
+   schedule keeping every tape in option 1 (ckpt_chain_set_schedule), only as a cross-check of
+   option 1's bwd_extra: their mean backward goes to ss->bwd1_ms and nothing else changes. The
    steps add gradients, which are zeroed after. */
 enum { MEASURE_STEPS = 3 };
-static void measure_stages(Session *ss)
+static void measure_stages(Session *ss, int option)
 {
     Model *m = &ss->model;
     Batch *b = &ss->batch;
@@ -589,9 +695,16 @@ static void measure_stages(Session *ss)
     cd.logger.fn = log_errors;
     ckpt_chain *chain;
     CHECK(ckpt_chain_create(&cd, &chain));
-    ckpt_plan_desc pd = {0};
-    pd.policy = CKPT_POLICY_STORE_ALL;
-    CHECK(ckpt_chain_plan(chain, &pd, NULL));
+    if (option == 0) {
+        ckpt_plan_desc pd = {0};
+        pd.policy = CKPT_POLICY_STORE_ALL;
+        CHECK(ckpt_chain_plan(chain, &pd, NULL));
+    } else {
+        int n_ops;
+        ckpt_op *ops = store_all_ops(m->L, option, &n_ops);
+        CHECK(ckpt_chain_set_schedule(chain, ops, n_ops, NULL));
+        free(ops);
+    }
     Rng rng = { ss->cfg.seed ^ 0x7133ULL, 0 };
     randn(&rng, b->x, nc, 0.0f, 1.0f);
     randn(&rng, b->dy, nc, 0.0f, 1.0f / (float)nc);
@@ -599,17 +712,53 @@ static void measure_stages(Session *ss)
     double t0 = now_ms();
     CHECK(ckpt_chain_measure(chain, b->x, b->dy, b->dx, 1, NULL));
     CHECK(ckpt_chain_measure(chain, b->x, b->dy, b->dx, MEASURE_STEPS, t));
-    ss->measure_ms = now_ms() - t0;
-    ss->fwd_ms = ss->bwd_ms = 0.0;
-    for (int l = 0; l < m->L; l++) {
-        ss->stages[l].fwd_time = t[l].fwd_time;
-        ss->stages[l].bwd_time = t[l].bwd_time;
-        ss->fwd_ms += t[l].fwd_time / m->L;
-        ss->bwd_ms += t[l].bwd_time / m->L;
+    if (option == 0) {
+        ss->measure_ms = now_ms() - t0;
+        ss->fwd_ms = ss->bwd_ms = 0.0;
+        for (int l = 0; l < m->L; l++) {
+            ss->stages[l].fwd_time = t[l].fwd_time;
+            ss->stages[l].bwd_time = t[l].bwd_time;
+            ss->fwd_ms += t[l].fwd_time / m->L;
+            ss->bwd_ms += t[l].bwd_time / m->L;
+        }
+    } else {
+        ss->bwd1_ms = 0.0;
+        for (int l = 0; l < m->L; l++) ss->bwd1_ms += t[l].bwd_time / m->L;
+        ss->bwd1_option = t[0].bwd_option;
     }
     memset(m->grads, 0, m->n_params * sizeof(float));
     free(t);
     ckpt_chain_destroy(chain);
+}
+
+/* Tape option 1's bwd_extra: what its backward does beyond option 0's, which is recompute
+   a = GELU(h) (gelu_rows, N x H values). Timed alone, the way ckpt_chain_measure times a
+   callback on the CPU: the host clock (CLOCK_MONOTONIC) around each call, the median of the
+   calls, here MEASURE_STEPS x L of them (as many as the backward samples behind the stage times)
+   after one untimed, on the h of block 1's forward on the measuring batch, into the space of a
+   (the teacher's option-0 tape buffer, the same shape). The blocks have one shape, so one time
+   serves them all. measure_stages(ss, 1) then measures the backward under a schedule that keeps
+   every tape in option 1, which the example prints beside this as a cross-check; the difference
+   of two medians of whole backwards is the noisier figure on a loaded machine, so it is not the
+   one declared. */
+static double measure_gelu_recompute(Session *ss)
+{
+    const Model *m = &ss->model;
+    Batch *b = &ss->batch;
+    const int n = MEASURE_STEPS * m->L;
+    block_forward(m, &m->p[0], b->x, b->tmp[0], b->tape, 0, NULL, NULL);
+    const float *h = ckpt_layout_ptr(b->tape, m->tape[0], T_H);
+    float *a = ckpt_layout_ptr(b->tape, m->tape[0], T_A);
+    double *ms = xcalloc((size_t)n, sizeof *ms);
+    gelu_rows(h, a, m->N, m->H);
+    for (int k = 0; k < n; k++) {
+        double t0 = now_ms();
+        gelu_rows(h, a, m->N, m->H);
+        ms[k] = now_ms() - t0;
+    }
+    double med = median(ms, n);
+    free(ms);
+    return med;
 }
 
 static void session_open(Session *ss, const Config *cfg)
@@ -634,8 +783,13 @@ static void session_open(Session *ss, const Config *cfg)
         st->backward = stage_backward;
         st->user = m;
         st->out_bytes = (size_t)cfg->N * cfg->C * sizeof(float);
-        st->tape_bytes = m->tape_bytes;
-        st->bwd_workspace_bytes = m->ws_bytes;
+        st->tape_bytes = m->tape_bytes[0];
+        st->bwd_workspace_bytes = m->ws_bytes;      /* option 1 recomputes a inside it: no more */
+        if (!cfg->no_options) {     /* option 1: no a; bwd_extra once measured (session_open) */
+            st->n_tape_options = 1;
+            st->tape_options[0].tape_bytes = m->tape_bytes[1];
+            st->fwd_workspace_bytes = m->fws_bytes;     /* option 1's a; option 0's F gets it unused */
+        }
         if (cfg->stream) {  /* the block's parameters are contiguous: ln_g is the first of them */
             st->host_params = m->p[l].ln_g;
             st->param_bytes = (size_t)(m->g[l].b2 + m->C - m->g[l].ln_g) * sizeof(float);
@@ -647,13 +801,18 @@ static void session_open(Session *ss, const Config *cfg)
     ss->batch = (Batch){ .x = xcalloc(nc, sizeof(float)), .target = xcalloc(nc, sizeof(float)),
                          .dy = xcalloc(nc, sizeof(float)), .dx = xcalloc(nc, sizeof(float)),
                          .tmp = { xcalloc(nc, sizeof(float)), xcalloc(nc, sizeof(float)) },
-                         .tape = xcalloc(1, ss->teacher.tape_bytes) };
+                         .tape = xcalloc(1, ss->teacher.tape_bytes[0]) };
     CHECK(ckpt_cpu_backend_create(NULL, &ss->be));
     ckpt_cpu_desc ed = {0};
     ed.copy_engine = 1;
     ed.copy_bandwidth = cfg->bandwidth_gbs * 1e9;
     CHECK(ckpt_cpu_backend_create(&ed, &ss->engine));
-    measure_stages(ss);
+    measure_stages(ss, 0);
+    if (!cfg->no_options) {
+        ss->bwd_extra_ms = measure_gelu_recompute(ss);
+        for (int l = 0; l < cfg->L; l++) ss->stages[l].tape_options[0].bwd_extra = ss->bwd_extra_ms;
+        measure_stages(ss, 1);
+    }
 }
 
 static void session_close(Session *ss)
@@ -676,7 +835,18 @@ static void session_train(Session *ss, ckpt_plan_desc *pd, Run *run)
     if (pd->policy == CKPT_POLICY_OFFLOAD && pd->bandwidth == 0)
         pd->bandwidth = ss->cfg.bandwidth_gbs * 1e9 / 1e3;     /* bytes per ms: stage times are in ms */
     train(&ss->cfg, &ss->model, &ss->teacher, ss->init, ss->stages,
-          pd->policy == CKPT_POLICY_OFFLOAD ? &ss->engine : &ss->be, pd, &ss->batch, run);
+          pd->policy == CKPT_POLICY_OFFLOAD ? &ss->engine : &ss->be, pd, NULL, 0, &ss->batch, run);
+}
+
+/* Trains it under store-all's schedule with every F keeping tape option `option`, into run. */
+static void session_train_store_all(Session *ss, int option, const char *label, Run *run)
+{
+    int n_ops;
+    ckpt_op *ops = store_all_ops(ss->cfg.L, option, &n_ops);
+    memset(run, 0, sizeof *run);
+    train(&ss->cfg, &ss->model, &ss->teacher, ss->init, ss->stages, &ss->be, NULL, ops, n_ops, &ss->batch, run);
+    run->label = label;
+    free(ops);
 }
 
 /* Whether run's gradients (parameters, then the input's) are bit-identical to ref's. */
@@ -688,7 +858,8 @@ static int same_grads(const Session *ss, const Run *run, const Run *ref)
 
 static void run_name(const Run *r, char *name, size_t size)
 {
-    if (r->policy == CKPT_POLICY_EVERY_K && r->feasible) snprintf(name, size, "every-k (k=%d)", r->info.k);
+    if (r->label) snprintf(name, size, "%s", r->label);
+    else if (r->policy == CKPT_POLICY_EVERY_K && r->feasible) snprintf(name, size, "every-k (k=%d)", r->info.k);
     else snprintf(name, size, "%s", ckpt_policy_name(r->policy));
 }
 
@@ -700,10 +871,10 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]\n"
             "          [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream 0|1]\n"
-            "          [--threads T]\n"
+            "          [--threads T] [--no-options]\n"
             "defaults: --width 64 --depth 8 --batch 256 --steps 20 --dropout 0.1 --lr 0.1\n"
             "          --seed 42 --budget-frac 0.4 (of store-all's peak); no offload row;\n"
-            "          --threads $OPENBLAS_NUM_THREADS if set, else 1\n",
+            "          --threads $OPENBLAS_NUM_THREADS if set, else 1; tape option 1 declared\n",
             prog);
     exit(2);
 }
@@ -712,6 +883,7 @@ static void parse_args(int argc, char **argv, Config *cfg)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (!strcmp(a, "--no-options")) { cfg->no_options = 1; continue; }
         if (i + 1 >= argc) usage(argv[0]);
         const char *v = argv[++i];
         if (!strcmp(a, "--width")) cfg->C = atoi(v);
@@ -741,23 +913,49 @@ int main(int argc, char **argv)
     example_openmp_passive(cfg.threads ? cfg.threads : default_threads(), argv);
     Session ss;
     session_open(&ss, &cfg);
+    const int options = !cfg.no_options;
 
-    /* Store-all first: it is the reference, and the budget is a fraction of its peak. */
-    const ckpt_policy policies[] = { CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
-                                     CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD };
-    enum { N_POLICIES = sizeof policies / sizeof policies[0] };
-    int n_policies = cfg.bandwidth_gbs > 0 ? N_POLICIES : N_POLICIES - 1;
-    Run runs[N_POLICIES] = {0};
+    /* The rows. Store-all first: it is the reference, and the budget is a fraction of its peak.
+       With tape options, two more: store-all's schedule keeping every tape in option 1 (every
+       block's backward then recomputes GELU), and the optimal policy at that schedule's peak. */
+    enum { MAX_ROWS = 8 };
+    Run runs[MAX_ROWS] = {0};
+    int n_rows = 0;
+    const Run *all1 = NULL;     /* store-all in option 1 */
     uint64_t budget = cfg.budget;
-    for (int i = 0; i < n_policies; i++) {
+    {
         ckpt_plan_desc pd = {0};
-        pd.policy = policies[i];
-        pd.budget = i == 0 ? 0 : budget;    /* every-k gets k = 0: the best k that fits */
-        session_train(&ss, &pd, &runs[i]);
-        if (i == 0 && budget == 0)      /* at least 1: a budget of 0 would mean "no limit" */
+        pd.policy = CKPT_POLICY_STORE_ALL;
+        session_train(&ss, &pd, &runs[n_rows++]);
+        if (budget == 0)        /* at least 1: a budget of 0 would mean "no limit" */
             budget = (uint64_t)(cfg.budget_frac * (double)runs[0].info.peak) + 1;
     }
+    if (options) {
+        session_train_store_all(&ss, 1, "store-all opt1", &runs[n_rows]);
+        all1 = &runs[n_rows++];
+    }
+    const ckpt_policy policies[] = { CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL };
+    for (int i = 0; i < (int)(sizeof policies / sizeof policies[0]); i++) {
+        ckpt_plan_desc pd = {0};
+        pd.policy = policies[i];
+        pd.budget = budget;     /* every-k gets k = 0: the best k that fits */
+        session_train(&ss, &pd, &runs[n_rows++]);
+    }
+    if (all1) {
+        ckpt_plan_desc pd = {0};
+        pd.policy = CKPT_POLICY_OPTIMAL;
+        pd.budget = all1->info.peak;
+        session_train(&ss, &pd, &runs[n_rows]);
+        runs[n_rows++].label = "optimal b=opt1";
+    }
+    if (cfg.bandwidth_gbs > 0) {
+        ckpt_plan_desc pd = {0};
+        pd.policy = CKPT_POLICY_OFFLOAD;
+        pd.budget = budget;
+        session_train(&ss, &pd, &runs[n_rows++]);
+    }
 
+    const Model *m = &ss.model;
     printf("BLAS: %s\n", EXAMPLE_BLAS);
     printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d steps; blocks (mean of the "
            "measured medians): fwd %.3f ms, bwd %.3f ms\n", cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop,
@@ -766,6 +964,16 @@ int main(int argc, char **argv)
            "fwd/bwd per block (ms):", MEASURE_STEPS, ss.measure_ms);
     for (int l = 0; l < cfg.L; l++) printf(" %.3f/%.3f", ss.stages[l].fwd_time, ss.stages[l].bwd_time);
     printf("\n");
+    if (options) {
+        printf("tape option 1 (no GELU output a, recomputed in backward): tape %zu bytes per block (option 0: %zu), "
+               "forward workspace %zu bytes;\n", m->tape_bytes[1], m->tape_bytes[0], m->fws_bytes);
+        printf("  bwd_extra %.3f ms: the GELU recompute timed alone (median of %d calls); cross-check: backward "
+               "measured under store-all in option 1 %.3f ms per block (option 0: %.3f, difference %.3f; "
+               "bwd_option reported %d)\n", ss.bwd_extra_ms, MEASURE_STEPS * cfg.L, ss.bwd1_ms, ss.bwd_ms,
+               ss.bwd1_ms - ss.bwd_ms, ss.bwd1_option);
+    } else {
+        printf("tape options off (--no-options): every block keeps option 0, %zu bytes of tape\n", m->tape_bytes[0]);
+    }
     printf("%s, %d thread%s%s; step times: medians, wall and CPU (all threads)\n", EXAMPLE_BLAS,
            ss.cfg.threads, ss.cfg.threads == 1 ? "" : "s",
 #ifdef _OPENMP
@@ -781,12 +989,12 @@ int main(int argc, char **argv)
            runs[0].loss);
     if (cfg.bandwidth_gbs > 0) printf("offload: copy engine throttled to %.3g GB/s each way\n\n", cfg.bandwidth_gbs);
     if (cfg.stream) printf("parameters streamed: loads per step in the last column\n\n");
-    printf("%-14s %12s %12s %12s %12s %9s %9s %7s %7s %7s %12s %s\n", "policy", "planned B", "used B",
-           "arena B", "pinned B", "ms/step", "cpu ms", "pred x", "meas x", "cpu x", "final loss",
+    printf("%-14s %12s %12s %12s %12s %9s %9s %7s %7s %7s %4s %12s %s\n", "policy", "planned B", "used B",
+           "arena B", "pinned B", "ms/step", "cpu ms", "pred x", "meas x", "cpu x", "opt1", "final loss",
            "grads bit-identical");
     const Run *ref = &runs[0];
     int all_match = 1;
-    for (int i = 0; i < n_policies; i++) {
+    for (int i = 0; i < n_rows; i++) {
         const Run *r = &runs[i];
         char name[32];
         run_name(r, name, sizeof name);
@@ -797,24 +1005,47 @@ int main(int argc, char **argv)
         }
         int match = same_grads(&ss, r, ref);
         all_match &= match;
-        printf("%-14s %12llu %12llu %12llu %12llu %9.3f %9.3f %7.3f %7.3f %7.3f %12.6e %s\n", name,
+        printf("%-14s %12llu %12llu %12llu %12llu %9.3f %9.3f %7.3f %7.3f %7.3f %4d %12.6e %s\n", name,
                (unsigned long long)r->info.peak, (unsigned long long)r->stats.arena_high_water,
                (unsigned long long)r->stats.arena_bytes, (unsigned long long)r->stats.pool_bytes, r->ms_per_step,
-               r->cpu_ms_per_step, r->info.time / r->info.store_all_time, r->ms_per_step / ref->ms_per_step,
-               r->cpu_ms_per_step / ref->cpu_ms_per_step, r->loss, match ? "yes" : "no");
+               r->cpu_ms_per_step, r->info.time / ref->info.time, r->ms_per_step / ref->ms_per_step,
+               r->cpu_ms_per_step / ref->cpu_ms_per_step, r->n_opt1, r->loss, match ? "yes" : "no");
         if (cfg.stream)
             printf("%-14s %llu parameter loads per step, %llu slot bytes\n", "", (unsigned long long)(r->stats.param_loads / (uint64_t)cfg.steps),
                    (unsigned long long)r->stats.slot_bytes);
-        if (r->stats.arena_high_water > r->stats.arena_bytes || r->stats.arena_bytes != r->info.arena)
+        /* (ckpt_chain_set_schedule's info has no arena: 0) */
+        if (r->stats.arena_high_water > r->stats.arena_bytes ||
+            (r->policy != CKPT_POLICY_CUSTOM && r->stats.arena_bytes != r->info.arena))
             fprintf(stderr, "warning: %s: arena bytes used %llu, allocated %llu, planned %llu\n", name,
                     (unsigned long long)r->stats.arena_high_water, (unsigned long long)r->stats.arena_bytes,
                     (unsigned long long)r->info.arena);
-        if (i > 0 && r->info.peak > budget)
+        if (r->budget && r->info.peak > r->budget)
             fprintf(stderr, "warning: %s: planned peak %llu exceeds the budget %llu\n", name,
-                    (unsigned long long)r->info.peak, (unsigned long long)budget);
+                    (unsigned long long)r->info.peak, (unsigned long long)r->budget);
+    }
+    if (options) {
+        /* The option-1 schedule must keep option 1 everywhere; the optimal policy at its peak may
+           not be slower than it (it is one of the schedules optimal searches). */
+        const Run *opt = &runs[n_rows - 1 - (cfg.bandwidth_gbs > 0)];
+        if (all1->n_opt1 != cfg.L) {
+            fprintf(stderr, "error: store-all opt1 kept option 1 in %d of %d blocks\n", all1->n_opt1, cfg.L);
+            all_match = 0;
+        }
+        if (opt->feasible && opt->info.time > all1->info.time * (1.0 + 1e-12))
+            fprintf(stderr, "warning: optimal at store-all opt1's peak predicts %.6f ms, store-all opt1 %.6f ms\n",
+                    opt->info.time, all1->info.time);
+        printf("\nopt1: blocks whose F kept tape option 1. store-all opt1: store-all's schedule with every F keeping "
+               "option 1\n(ckpt_chain_set_schedule); optimal b=opt1: the optimal policy at that schedule's peak.\n");
+        printf("tape option each block's F kept (block 1 first; an F that keeps no tape runs option 1, the "
+               "smaller):\n");
+        for (int i = 0; i < n_rows; i++) {
+            char name[32];
+            run_name(&runs[i], name, sizeof name);
+            if (runs[i].feasible) printf("  %-14s %s\n", name, runs[i].tape_opts);
+        }
     }
 
-    for (int i = 0; i < N_POLICIES; i++) free(runs[i].grads);
+    for (int i = 0; i < n_rows; i++) run_free(&runs[i]);
     session_close(&ss);
     return all_match ? 0 : 1;
 }
