@@ -23,6 +23,7 @@
            st[i].forward = my_fwd; st[i].backward = my_bwd; st[i].user = &layers[i];
            st[i].out_bytes = ...; st[i].tape_bytes = ...;   // what forward writes / backward needs
            st[i].fwd_time = 1.0; st[i].bwd_time = 2.0;      // any consistent unit (MEASURED TIMES)
+           // optional: st[i].n_tape_options, st[i].tape_options[] (TAPE OPTIONS)
        }
        ckpt_chain_desc cd = {0};
        cd.stages = st; cd.n_stages = N; cd.input_bytes = ...; cd.backend = &be; cd.seed = 42;
@@ -70,8 +71,9 @@
    CKPT_EXACT_SEARCH_MAX_STAGES
                            chains up to this many stages get the exact search over all
                            schedules (default 10), as long as its state space (about
-                           4^n x 2^(stages with CKPT_STAGE_NO_CHECKPOINT)) stays under 2^23
-                           states (at most about 200 MB); beyond that the long-chain program
+                           2^n x (product of 2 + n_tape_options) x 2^(stages with
+                           CKPT_STAGE_NO_CHECKPOINT)) stays under 2^23 states (at most about
+                           200 MB), 2^20 when a stage has tape options; beyond that the long-chain program
                            runs and the plan's guarantee says so (CKPT_GUARANTEE_PERSISTENT).
 
    MEMORY
@@ -131,6 +133,32 @@
    larger one plans: the smallest peak, or the arena of that plan when it needs more.
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
+
+   TAPE OPTIONS (selective recomputation inside a stage)
+   ------------
+   A stage may offer up to CKPT_MAX_TAPE_OPTIONS ways to keep its tape: option 0 is tape_bytes
+   with bwd_time; options 1..n_tape_options (ckpt_stage_desc.tape_options) each keep tape_bytes
+   of their own and make the backward bwd_extra slower, for what they leave out and recompute
+   there. Examples: keep the attention probabilities, or only q and k and recompute softmax(q k^T)
+   in backward (Megatron's selective recompute); keep GELU's output, or only its input (llm.c's
+   -r 1). In the cost model F(i, tape) names an option o (ckpt_op.option): live bytes grow by
+   a_i + t_i(o) + wf_i and T[i] keeps t_i(o) bytes; B(i) takes b_i + extra_i(o) for the option of
+   the F that kept T[i]. An F without tape runs the stage's scratch option, the one with the
+   smallest tape (the lowest index among equal ones), whatever its op.option says. Workspaces
+   are per stage: size them for the option that needs most.
+   The optimal policy chooses an option for every F that keeps a tape jointly with what to
+   recompute, in the exact search and in the long-chain program alike; so does offload, which
+   starts from optimal's plans. store-all, every-k, sqrt and greedy keep every tape in option 0
+   (store-all's figures in ckpt_plan_info are option 0's). The chosen option is in each F op of
+   ckpt_plan_ops and, in the callbacks, in ckpt_ctx.tape_option: the forward writes that
+   option's tape (args->tape has its size) and the backward reads the tape of the option it is
+   given. The contract: a stage's forward output, and the random numbers it draws, must not
+   depend on the option (only what it keeps does), and every option's backward must compute the
+   same gradients bit for bit; then gradients are bit-identical to store-all's whatever the plan
+   chooses. Times measured by ckpt_chain_measure include the option's extra in bwd_time; it says
+   which option ran (ckpt_stage_time.bwd_option), and ckpt_chain_set_times takes that option's
+   bwd_extra off again. The extras themselves are the caller's: time what an option recomputes
+   (examples/mlp_cpu.c times GELU alone at start-up).
 
    OFFLOAD (the offload policy; ckpt_plan_desc.bandwidth, bandwidth_h2d, host_budget)
    -------
@@ -201,7 +229,8 @@
    MEASURED TIMES
    --------------
    The planner is as good as the stage times it is given. ckpt_chain_measure runs real steps
-   under the plan in use and reports each stage's median forward and backward time in ms;
+   under the plan in use and reports each stage's median forward and backward time in ms (the
+   backward in the tape option the plan kept, see TAPE OPTIONS);
    ckpt_chain_set_times gives them to the chain, and the next ckpt_chain_plan plans with them:
 
        ckpt_stage_time t[N];
@@ -774,7 +803,10 @@ typedef enum ckpt_guarantee {
                                          dynamic program). Up to 20 stages it found the optimum
                                          over all schedules in 99.9% of random chains without
                                          no-checkpoint flags and 96.7% with
-                                         (tests/test_planner_match.c). When `unit` does not
+                                         (tests/test_planner_match.c); with tape options (an
+                                         option per kept tape) in all 785 chains without flags
+                                         and 98.1% of 215 with, in a run of 1000 cases of 3 to
+                                         8 stages. When `unit` does not
                                          divide every size and max_units was 0, also no slower
                                          than greedy and every-k */
 } ckpt_guarantee;
