@@ -427,8 +427,76 @@ static void chain_api(void) {
     ckpt_cpu_backend_destroy(&be);
 }
 
+/* 5. Long chains (the long-chain program at each of its levels): with options, optimal plans
+   within the budget, never slower than the same chain without options (whose schedules it can
+   all run, each F without tape in a tape no larger), and feasible wherever it is without.
+   (min_budget may be larger with options: it is the arena of the smallest-peak plan, and that
+   plan's layout can need more than another's.) */
+static void long_chains(void) {
+    static const int lens[] = {12, 30, 70};
+    int li, rep_, cases = 0, faster = 0;
+    for (li = 0; li < 3; li++)
+        for (rep_ = 0; rep_ < (TEST_REDUCED ? 1 : 3); rep_++) {
+            static ckpt_cost c[70], c0[70];
+            int n = lens[li], i, j, bi;
+            ckpt_plan_info sa;
+            ckpt_plan *plan = NULL;
+            ckpt_plan_desc pd;
+            memset(c, 0, sizeof c);
+            for (i = 0; i < n; i++) {
+                c[i].a = (uint64_t)rnd_int(1, 20) * CKPT_ALIGN;
+                c[i].t = (uint64_t)rnd_int(1, 40) * CKPT_ALIGN;
+                c[i].f = rnd_int(1, 10); c[i].b = rnd_int(1, 10);
+                if (rnd_chance(60)) {
+                    c[i].n_options = rnd_int(1, 3);
+                    for (j = 0; j < c[i].n_options; j++) {
+                        c[i].option_t[j] = (uint64_t)rnd_int(0, (int)(c[i].t / CKPT_ALIGN)) * CKPT_ALIGN;
+                        c[i].option_extra[j] = rnd_int(0, 4);
+                    }
+                }
+            }
+            memcpy(c0, c, sizeof c);
+            for (i = 0; i < n; i++) c0[i].n_options = 0;
+            memset(&pd, 0, sizeof pd);
+            pd.policy = CKPT_POLICY_STORE_ALL;
+            if (ckpt_plan_create(c0, n, &pd, &plan, &sa) != CKPT_OK) { CHECK(0, "store-all of %d stages", n); continue; }
+            ckpt_plan_destroy(plan);
+            for (bi = 1; bi <= 3; bi++) {
+                ckpt_plan_info w = {0}, wo = {0};
+                ckpt_plan *p0 = NULL, *p1 = NULL;
+                ckpt_result r0, r1;
+                memset(&pd, 0, sizeof pd);
+                pd.budget = sa.store_all_peak * (uint64_t)bi / 5;
+                r0 = ckpt_plan_create(c0, n, &pd, &p0, &wo);
+                r1 = ckpt_plan_create(c, n, &pd, &p1, &w);
+                CHECK(r0 != CKPT_OK || r1 == CKPT_OK, "%d stages at %llu: %s with options, OK without", n,
+                      (unsigned long long)pd.budget, ckpt_result_string(r1));
+                if (r1 == CKPT_OK) {
+                    const ckpt_op *ops;
+                    int n_ops;
+                    double t = -1;
+                    uint64_t p = 0;
+                    ops = ckpt_plan_ops(p1, &n_ops);
+                    CHECK(ckpt_schedule_simulate(c, n, ops, n_ops, &t, &p, NULL) == CKPT_OK && t == w.time && p == w.peak &&
+                          w.arena <= pd.budget, "%d stages: the plan replays as time %g peak %llu (info %g, %llu)", n, t,
+                          (unsigned long long)p, w.time, (unsigned long long)w.peak);
+                    cases++;
+                }
+                if (r0 == CKPT_OK && r1 == CKPT_OK) {
+                    CHECK(w.time <= wo.time, "%d stages at %llu: %g with options, %g without", n,
+                          (unsigned long long)pd.budget, w.time, wo.time);
+                    faster += w.time < wo.time;
+                }
+                ckpt_plan_destroy(p0); ckpt_plan_destroy(p1);
+            }
+        }
+    printf("test_options: long chains: %d plans, %d faster than without options\n", cases, faster);
+    CHECK(faster > 0, "options never made a long chain faster");
+}
+
 int main(void) {
     cost_model();
+    long_chains();
     chain_api();
     executor();
     printf("%d passed, %d failed\n", checks - failures, failures);
