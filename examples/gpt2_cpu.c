@@ -24,9 +24,10 @@
    (4*N*C floats; llm.c's -r 1) and recomputes it from the kept pre-activation. The recomputation
    calls the forward's own function on the same inputs, so every option gives the same bits. A
    forward that keeps no tape runs option 1 (the smaller tape: the library's scratch option).
-   Each option's bwd_extra is its recomputation timed alone at start-up (median of 9 runs, the
-   clock ckpt_chain_measure uses; see measure_extras), checked against whole backward callbacks
-   with option-1 tapes measured by ckpt_chain_measure, printed per layer.
+   Option 1's bwd_extra is its recomputation timed alone (the clock ckpt_chain_measure uses),
+   in the same rounds as the stage times, and checked against whole backward callbacks with
+   option-1 tapes minus with option-0 tapes, measured by ckpt_chain_measure and printed per layer
+   (see "measuring" below).
 
    The program measures each stage's forward and backward time with ckpt_chain_measure (store-all
    steps, medians), gives them to the planner, then trains from the same initial weights on the same data once per
@@ -892,43 +893,28 @@ static void train(Session *ss, ckpt_plan_desc *pd, int option, Run *run)
     ckpt_chain_destroy(chain);
 }
 
-/* Measures each stage's forward and backward with the library: ckpt_chain_measure's medians
-   over `steps` steps of store-all's schedule with every tape in tape option `option` (option 0:
-   the store-all policy), after one ordinary step that warms up and makes X[0] and G[n]; into t
-   (2L entries), in ms. No parameter update. Returns the milliseconds it took. */
-static double measure_stages(Session *ss, int steps, int option, ckpt_stage_time *t)
-{
-    Model *m = &ss->m;
-    ckpt_plan_desc pd = {0};
-    pd.policy = CKPT_POLICY_STORE_ALL;
-    ckpt_result res;
-    double t0 = now_ms();
-    ckpt_chain *chain = chain_open(ss, &ss->be, option ? NULL : &pd, option, NULL, &res);
-    CHECK(res);
-    Source src;
-    source_create(&src, m->V, ss->cfg.seed + 1);
-    source_batch(&src, m, &ss->bt);
-    step(ss, chain);                        /* warm-up; fills X[0] (bt.x0) and G[n] (bt.dout) */
-    CHECK(ckpt_chain_measure(chain, ss->bt.x0, ss->bt.dout, ss->bt.dx0, steps, t));
-    memset(m->grads, 0, m->n_params * sizeof(float));   /* the measuring steps were real steps */
-    source_destroy(&src);
-    ckpt_chain_destroy(chain);
-    return now_ms() - t0;
-}
+/* ---- measuring: stage times and the tape options' extra backward time ------------------------
 
-/* ---- the tape options' extra backward time ---------------------------------------------------
+   Stage times come from ckpt_chain_measure under store-all, whose tapes are option 0's, as
+   fwd_time and bwd_time must be. Option 1's bwd_extra is the time of the work its backward adds
+   to option 0's: attention_probs for every (sequence, head) of an attention stage, gelu_forward
+   over the N x 4C pre-activations of an MLP stage. Those two kernels are timed alone with now_ms
+   (CLOCK_MONOTONIC, the clock ckpt_chain_measure reads around the CPU backend's callbacks), on the
+   q, k and pre-activations layer 0's forward writes for the measuring batch; every layer has the
+   same shapes, so one figure per stage kind. As a check, each round also measures a step under
+   store-all's schedule with every tape in option 1, and the program prints each stage's backward
+   under option 1 minus under option 0, paired by round: timed alone, the kernels run with their
+   inputs in the caches and miss what recomputing does to the backward around them. Everything is
+   measured in the same rounds (one warm-up, then `rounds` of: PROBE_RUNS runs of each kernel, a
+   store-all step, an option-1 step), and every figure is a median over the rounds, so a change
+   in the machine's load (other processes on shared cores) hits all of them alike. At the default
+   size on a shared 2-core machine, four runs gave attention 0.67-0.78 ms alone against a median
+   over the layers of 0.40-0.65 ms in the backward (likely because option 0 reads its kept
+   probabilities from memory, which option 1 does not), and the MLP 1.40-2.10 ms alone against 1.23-2.01 ms:
+   the kernels alone, the simpler and steadier figure, are what the planner gets. */
+enum { PROBE_RUNS = 3 };
 
-   Option 1's bwd_extra is the time of the work its backward adds to option 0's: attention_probs
-   for every (sequence, head) of an attention stage, gelu_forward over the N x 4C pre-activations
-   of an MLP stage. Each is timed alone at start-up with now_ms (CLOCK_MONOTONIC, the clock
-   ckpt_chain_measure reads around the CPU backend's callbacks), on the q, k and pre-activations
-   that layer 0's forward writes for a real batch: one warm-up run, then the median of
-   EXTRA_RUNS runs. Every layer has the same shapes, so one figure per stage kind. Timed alone,
-   the kernels run with their inputs hot in the caches and miss what recomputing does to the
-   backward around them, so main also measures whole backward callbacks with every tape in
-   option 1 (ckpt_chain_measure) and prints their excess over option 0's as a check. The
-   measured stage times are option 0's (store-all keeps option-0 tapes), as bwd_time must be. */
-enum { EXTRA_RUNS = 9 };
+typedef struct Probe { void *tape_a, *tape_m; float *scratch, *y; } Probe;
 
 static void *xalloc64(size_t bytes)
 {
@@ -937,39 +923,88 @@ static void *xalloc64(size_t bytes)
     return p;
 }
 
-/* extra[0]: attention, extra[1]: MLP, in ms. */
-static void measure_extras(Session *ss, double extra[2])
+/* Layer 0's option-0 tapes for X[0] = x (no dropout), the kernels' inputs. */
+static void probe_open(const Model *m, const float *x, Probe *pr)
+{
+    pr->tape_a = xalloc64(m->ta_bytes[0]);
+    pr->tape_m = xalloc64(m->tm_bytes[0]);
+    pr->scratch = xalloc64(m->fa_bytes > m->fm_bytes ? m->fa_bytes : m->fm_bytes);
+    pr->y = xcalloc((size_t)m->N * m->C, sizeof(float));
+    attention_forward(m, &m->p.layer[0], x, pr->y, pr->tape_a, pr->scratch, 0, NULL);
+    mlp_forward(m, &m->p.layer[0], x, pr->y, pr->tape_m, pr->scratch, 0, NULL);
+}
+
+/* One timed run of each recomputation: ms[0] attention, ms[1] MLP. */
+static void probe_time(const Model *m, const Probe *pr, double ms[2])
+{
+    const float *qkv = ckpt_layout_ptr(pr->tape_a, m->ta[0], TA_QKV), *h = ckpt_layout_ptr(pr->tape_m, m->tm[0], TM_H);
+    double t0 = now_ms();
+    for (int b = 0; b < m->B; b++)
+        for (int hd = 0; hd < m->NH; hd++) attention_probs(m, qkv, b, hd, pr->scratch);
+    double t1 = now_ms();
+    gelu_forward(m->N, 4 * m->C, h, pr->scratch);
+    ms[0] = t1 - t0;
+    ms[1] = now_ms() - t1;
+}
+
+static void probe_close(Probe *pr) { free(pr->tape_a); free(pr->tape_m); free(pr->scratch); free(pr->y); }
+
+/* Fills t (2L entries, ms) with option 0's stage times, dbwd (2L) with each stage's backward
+   under option 1 minus under option 0, and extra[0..1] with option 1's bwd_extra of attention and
+   MLP; no parameter update. Returns the milliseconds it took. */
+static double measure_stages(Session *ss, int rounds, ckpt_stage_time *t, double *dbwd, double extra[2])
 {
     Model *m = &ss->m;
-    const int N = m->N, H = 4 * m->C;
-    const size_t nc = (size_t)N * m->C;
-    void *tape = xalloc64(m->ta_bytes[0] > m->tm_bytes[0] ? m->ta_bytes[0] : m->tm_bytes[0]);
-    float *scratch = xalloc64(m->fa_bytes > m->fm_bytes ? m->fa_bytes : m->fm_bytes);
-    float *y = xcalloc(nc, sizeof(float));
-    double ms[EXTRA_RUNS];
+    const int n = 2 * m->L;
+    ckpt_plan_desc pd = {0};
+    pd.policy = CKPT_POLICY_STORE_ALL;
+    ckpt_result res;
+    double t_start = now_ms();
+    ckpt_chain *chain[2];
+    chain[0] = chain_open(ss, &ss->be, &pd, 0, NULL, &res);
+    CHECK(res);
+    chain[1] = chain_open(ss, &ss->be, NULL, 1, NULL, &res);
+    CHECK(res);
     Source src;
-    source_create(&src, m->V, ss->cfg.seed + 2);
+    source_create(&src, m->V, ss->cfg.seed + 1);
     source_batch(&src, m, &ss->bt);
-    embed_forward(m, &ss->bt);
-    attention_forward(m, &m->p.layer[0], ss->bt.x0, y, tape, scratch, 0, NULL);
-    const float *qkv = ckpt_layout_ptr(tape, m->ta[0], TA_QKV);
-    for (int r = -1; r < EXTRA_RUNS; r++) {
-        double t0 = now_ms();
-        for (int b = 0; b < m->B; b++)
-            for (int h = 0; h < m->NH; h++) attention_probs(m, qkv, b, h, scratch);
-        if (r >= 0) ms[r] = now_ms() - t0;
+    step(ss, chain[0]);                     /* warm-up; fills X[0] (bt.x0) and G[n] (bt.dout) */
+    CHECK(ckpt_chain_measure(chain[1], ss->bt.x0, ss->bt.dout, ss->bt.dx0, 1, NULL));
+    Probe pr;
+    double ms[2], *kx[2] = { xcalloc((size_t)rounds * PROBE_RUNS, sizeof(double)),
+                             xcalloc((size_t)rounds * PROBE_RUNS, sizeof(double)) };
+    probe_open(m, ss->bt.x0, &pr);
+    probe_time(m, &pr, ms);
+    ckpt_stage_time *r = xcalloc((size_t)rounds * 2 * n, sizeof *r);
+    for (int s = 0; s < rounds; s++) {
+        for (int k = 0; k < PROBE_RUNS; k++) {
+            probe_time(m, &pr, ms);
+            kx[0][s * PROBE_RUNS + k] = ms[0];
+            kx[1][s * PROBE_RUNS + k] = ms[1];
+        }
+        for (int o = 0; o < 2; o++)
+            CHECK(ckpt_chain_measure(chain[o], ss->bt.x0, ss->bt.dout, ss->bt.dx0, 1, r + ((size_t)s * 2 + o) * n));
     }
-    extra[0] = median(ms, EXTRA_RUNS);
-    mlp_forward(m, &m->p.layer[0], ss->bt.x0, y, tape, scratch, 0, NULL);
-    const float *h = ckpt_layout_ptr(tape, m->tm[0], TM_H);
-    for (int r = -1; r < EXTRA_RUNS; r++) {
-        double t0 = now_ms();
-        gelu_forward(N, H, h, scratch);
-        if (r >= 0) ms[r] = now_ms() - t0;
+    extra[0] = median(kx[0], rounds * PROBE_RUNS);
+    extra[1] = median(kx[1], rounds * PROBE_RUNS);
+    double *v = xcalloc((size_t)rounds, sizeof(double));
+    for (int i = 0; i < n; i++) {
+        const ckpt_stage_time *r0 = r + i, *r1 = r + n + i;     /* round s: r0[2 n s], r1[2 n s] */
+        memset(&t[i], 0, sizeof t[i]);
+        for (int s = 0; s < rounds; s++) v[s] = r0[(size_t)s * 2 * n].fwd_time;
+        t[i].fwd_time = median(v, rounds);
+        for (int s = 0; s < rounds; s++) v[s] = r0[(size_t)s * 2 * n].bwd_time;
+        t[i].bwd_time = median(v, rounds);
+        for (int s = 0; s < rounds; s++) v[s] = r1[(size_t)s * 2 * n].bwd_time - r0[(size_t)s * 2 * n].bwd_time;
+        dbwd[i] = median(v, rounds);
     }
-    extra[1] = median(ms, EXTRA_RUNS);
+    memset(m->grads, 0, m->n_params * sizeof(float));   /* the measuring steps were real steps */
+    free(v); free(r); free(kx[0]); free(kx[1]);
+    probe_close(&pr);
     source_destroy(&src);
-    free(tape); free(scratch); free(y);
+    ckpt_chain_destroy(chain[0]);
+    ckpt_chain_destroy(chain[1]);
+    return now_ms() - t_start;
 }
 
 static void session_open(Session *ss, const Config *cfg)
@@ -1279,41 +1314,39 @@ int main(int argc, char **argv)
 
     double t_start = now_ms();
     const int n = 2 * cfg.L;
-    double extra[2];
-    measure_extras(&ss, extra);
-    for (int i = 0; i < n; i++) ss.stages[i].tape_options[0].bwd_extra = extra[i % 2];
-    enum { MEASURE_STEPS = 5 };
-    ckpt_stage_time *t0 = xcalloc((size_t)n, sizeof *t0), *t1 = xcalloc((size_t)n, sizeof *t1);
-    double measure_ms = measure_stages(&ss, MEASURE_STEPS, 0, t0);
+    enum { MEASURE_ROUNDS = 5 };
+    ckpt_stage_time *t = xcalloc((size_t)n, sizeof *t);
+    double extra[2], *dbwd = xcalloc((size_t)n, sizeof(double));
+    double measure_ms = measure_stages(&ss, MEASURE_ROUNDS, t, dbwd, extra);
     for (int i = 0; i < n; i++) {
-        ss.stages[i].fwd_time = t0[i].fwd_time;
-        ss.stages[i].bwd_time = t0[i].bwd_time;
+        ss.stages[i].fwd_time = t[i].fwd_time;
+        ss.stages[i].bwd_time = t[i].bwd_time;
+        ss.stages[i].tape_options[0].bwd_extra = extra[i % 2];
     }
-    double check_ms = measure_stages(&ss, MEASURE_STEPS, 1, t1);    /* the check on bwd_extra */
-    printf("stage times measured by ckpt_chain_measure: 1 warm-up + %d timed store-all steps in %.0f ms\n",
-           MEASURE_STEPS, measure_ms);
-    printf("stage times (ms, medians), attn fwd/bwd | mlp fwd/bwd per layer:\n ");
+    printf("measured in %.0f ms: 1 warm-up + %d rounds, each %d runs of each recomputation alone, a store-all\n"
+           "step and a step with every tape in option 1 (ckpt_chain_measure); medians over the rounds\n",
+           measure_ms, MEASURE_ROUNDS, PROBE_RUNS);
+    printf("stage times (ms), attn fwd/bwd | mlp fwd/bwd per layer:\n ");
     for (int l = 0; l < cfg.L; l++)
         printf(" %.2f/%.2f | %.2f/%.2f%s", ss.stages[2 * l].fwd_time, ss.stages[2 * l].bwd_time,
                ss.stages[2 * l + 1].fwd_time, ss.stages[2 * l + 1].bwd_time, l + 1 < cfg.L ? ";" : "\n");
-    printf("output %zu bytes per stage; tape options (bytes; bwd_extra: the recomputation timed alone, "
-           "median of %d runs):\n", (size_t)m->N * m->C * sizeof(float), EXTRA_RUNS);
+    printf("output %zu bytes per stage; tape options (bytes; bwd_extra: the recomputation timed alone):\n",
+           (size_t)m->N * m->C * sizeof(float));
     printf("  attn: option 0 %zu (keeps the attention probabilities), option 1 %zu (recomputes them: "
            "bwd_extra %.4f ms)\n", m->ta_bytes[0], m->ta_bytes[1], extra[0]);
     printf("  mlp:  option 0 %zu (keeps the GELU output), option 1 %zu (recomputes it: bwd_extra %.4f ms)\n",
            m->tm_bytes[0], m->tm_bytes[1], extra[1]);
-    printf("check: backward callbacks with option-1 tapes minus option 0's (ckpt_chain_measure, 1 + %d "
-           "steps in %.0f ms), ms per layer:\n", MEASURE_STEPS, check_ms);
+    printf("check: backward with option-1 tapes minus with option 0's, ms per layer:\n");
     double *diff = xcalloc((size_t)cfg.L, sizeof(double));
     for (int kind = 0; kind < 2; kind++) {
         printf("  %-5s", kind ? "mlp:" : "attn:");
         for (int l = 0; l < cfg.L; l++) {
-            diff[l] = t1[2 * l + kind].bwd_time - t0[2 * l + kind].bwd_time;
+            diff[l] = dbwd[2 * l + kind];
             printf(" %+.4f", diff[l]);
         }
         printf("  (median %+.4f; bwd_extra %.4f)\n", median(diff, cfg.L), extra[kind]);
     }
-    free(diff); free(t0); free(t1);
+    free(diff); free(dbwd); free(t);
 
     /* Store-all first: it is the reference. The budget is a fraction of its peak, which a dry
        plan gives without allocating store-all's arena (at least 1: 0 would mean "no limit").
