@@ -17,11 +17,26 @@
    The data is a fixed random first-order Markov chain over the vocabulary with low-entropy
    transitions: the best possible loss is the chain's entropy rate, printed with ln(V).
 
+   Tape options: each stage declares two (ckpt_stage_desc.tape_options). Option 0 keeps
+   everything its backward reads. Option 1 keeps less and recomputes the rest in backward: the
+   attention stage leaves out the attention probabilities (B*NH*T*T floats; Megatron's selective
+   recompute) and recomputes them from the kept q and k; the MLP stage leaves out the GELU output
+   (4*N*C floats; llm.c's -r 1) and recomputes it from the kept pre-activation. The recomputation
+   calls the forward's own function on the same inputs, so every option gives the same bits. A
+   forward that keeps no tape runs option 1 (the smaller tape: the library's scratch option).
+   Option 1's bwd_extra is its recomputation timed alone (the clock ckpt_chain_measure uses),
+   in the same rounds as the stage times, and checked against whole backward callbacks with
+   option-1 tapes minus with option-0 tapes, measured by ckpt_chain_measure and printed per layer
+   (see "measuring" below).
+
    The program measures each stage's forward and backward time with ckpt_chain_measure (store-all
    steps, medians), gives them to the planner, then trains from the same initial weights on the same data once per
-   policy and prints the planned and measured memory, step time, final loss, and whether every
-   parameter gradient of the last step (and G[0]) is bit-identical to store-all's. Exit status 1
-   if any is not, or if the loss did not fall.
+   policy, and once more per tape option k > 0 under store-all's schedule with every tape kept in
+   option k ("all tapes ok"), and prints the planned and measured memory, step time, final loss,
+   whether every parameter gradient of the last step (and G[0]) is bit-identical to store-all's
+   (option 0's), and how many kept tapes of each stage kind use each option. Then the optimal
+   policy's plans at fractions of store-all's peak (planned, not run), with the options and with
+   option 0 alone. Exit status 1 if any gradient differs, or if the loss did not fall.
 
    Build (from the repository root):
        cc -std=c11 -O2 -DCKPT_EXAMPLE_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread \
@@ -131,11 +146,14 @@ typedef struct Params {         /* pointers into one flat buffer */
     Layer *layer;               /* L of them */
 } Params;
 
-/* Pieces of the stages' tapes and backward workspaces (carved with ckpt_layout). */
+/* Pieces of the stages' tapes and backward workspaces (carved with ckpt_layout). Each stage has
+   two tape options, each with its own tape layout: option 0 keeps every piece, option 1 leaves
+   out TA_ATT (attention) or TM_A (MLP), which its layout gives 0 bytes. */
 enum { TA_LN, TA_MEAN, TA_RSTD, TA_QKV, TA_ATT, TA_ATTY, TA_MASK, TA_COUNT };  /* attention tape */
-enum { WA_DM, WA_DATTY, WA_DATT, WA_DQKV, WA_DLN, WA_COUNT };                 /* its workspace */
+enum { WA_DM, WA_DATTY, WA_DATT, WA_DQKV, WA_DLN, WA_ATT, WA_COUNT };         /* its workspace */
 enum { TM_LN, TM_MEAN, TM_RSTD, TM_H, TM_A, TM_MASK, TM_COUNT };              /* MLP tape */
 enum { WM_DM, WM_DA, WM_DLN, WM_COUNT };                                      /* its workspace */
+enum { N_OPTS = 2 };            /* tape options per stage: 0 keeps everything, 1 recomputes */
 
 typedef struct Model {
     int L, T, C, NH, V, B, N;   /* N = B*T rows */
@@ -143,8 +161,9 @@ typedef struct Model {
     size_t n_params;
     float *params, *grads;      /* n_params floats each */
     Params p, g;
-    ckpt_layout_entry ta[TA_COUNT], wa[WA_COUNT], tm[TM_COUNT], wm[WM_COUNT];
-    size_t ta_bytes, wa_bytes, tm_bytes, wm_bytes;
+    ckpt_layout_entry ta[N_OPTS][TA_COUNT], wa[WA_COUNT], tm[N_OPTS][TM_COUNT], wm[WM_COUNT];
+    size_t ta_bytes[N_OPTS], wa_bytes, tm_bytes[N_OPTS], wm_bytes;
+    size_t fa_bytes, fm_bytes;  /* forward workspaces: option 1's probabilities / GELU output */
 } Model;
 
 /* Points P's tensors into base (n_params floats); returns the number of floats used. */
@@ -189,24 +208,38 @@ static void model_create(Model *m, int L, int T, int C_, int NH, int V, int B, f
 
     /* What each backward needs besides its input: the LN output (for the weight gradient) and
        its mean and rstd (x-hat is recomputed from the input), the matmul inputs, the attention
-       probabilities, the pre-GELU activations and the dropout mask. */
+       probabilities, the pre-GELU activations, the GELU output and the dropout mask. Option 1
+       leaves out the attention probabilities (B*NH*T*T floats) or the GELU output (4*N*C). The
+       attention works one (sequence, head) at a time, so its forward and backward need only
+       T x T floats of scratch per such piece: the forward workspace holds option 1's
+       probabilities of one head; the backward workspace holds one head's dL/dscores and
+       option 1's recomputed probabilities. The MLP's forward workspace holds option 1's GELU
+       output (its backward recomputes it into WM_DA, which is free until the GELU output has
+       been read). */
     const size_t f = sizeof(float), N = m->N, nc = N * C, att = (size_t)B * NH * T * T;
-    entry(&m->ta[TA_LN], nc * f);      entry(&m->ta[TA_MEAN], N * f);
-    entry(&m->ta[TA_RSTD], N * f);     entry(&m->ta[TA_QKV], 3 * nc * f);
-    entry(&m->ta[TA_ATT], att * f);    entry(&m->ta[TA_ATTY], nc * f);
-    entry(&m->ta[TA_MASK], nc);
-    CHECK(ckpt_layout_compute(m->ta, TA_COUNT, &m->ta_bytes));
+    const size_t tt = (size_t)T * T;
+    for (int o = 0; o < N_OPTS; o++) {
+        ckpt_layout_entry *ta = m->ta[o], *tm = m->tm[o];
+        entry(&ta[TA_LN], nc * f);      entry(&ta[TA_MEAN], N * f);
+        entry(&ta[TA_RSTD], N * f);     entry(&ta[TA_QKV], 3 * nc * f);
+        entry(&ta[TA_ATT], o == 1 ? 0 : att * f);
+        entry(&ta[TA_ATTY], nc * f);    entry(&ta[TA_MASK], nc);
+        CHECK(ckpt_layout_compute(ta, TA_COUNT, &m->ta_bytes[o]));
+        entry(&tm[TM_LN], nc * f);      entry(&tm[TM_MEAN], N * f);
+        entry(&tm[TM_RSTD], N * f);     entry(&tm[TM_H], 4 * nc * f);
+        entry(&tm[TM_A], o == 1 ? 0 : 4 * nc * f);
+        entry(&tm[TM_MASK], nc);
+        CHECK(ckpt_layout_compute(tm, TM_COUNT, &m->tm_bytes[o]));
+    }
     entry(&m->wa[WA_DM], nc * f);      entry(&m->wa[WA_DATTY], nc * f);
-    entry(&m->wa[WA_DATT], att * f);   entry(&m->wa[WA_DQKV], 3 * nc * f);
-    entry(&m->wa[WA_DLN], nc * f);
+    entry(&m->wa[WA_DATT], tt * f);    entry(&m->wa[WA_DQKV], 3 * nc * f);
+    entry(&m->wa[WA_DLN], nc * f);     entry(&m->wa[WA_ATT], tt * f);
     CHECK(ckpt_layout_compute(m->wa, WA_COUNT, &m->wa_bytes));
-    entry(&m->tm[TM_LN], nc * f);      entry(&m->tm[TM_MEAN], N * f);
-    entry(&m->tm[TM_RSTD], N * f);     entry(&m->tm[TM_H], 4 * nc * f);
-    entry(&m->tm[TM_A], 4 * nc * f);   entry(&m->tm[TM_MASK], nc);
-    CHECK(ckpt_layout_compute(m->tm, TM_COUNT, &m->tm_bytes));
     entry(&m->wm[WM_DM], nc * f);      entry(&m->wm[WM_DA], 4 * nc * f);
     entry(&m->wm[WM_DLN], nc * f);
     CHECK(ckpt_layout_compute(m->wm, WM_COUNT, &m->wm_bytes));
+    m->fa_bytes = tt * f;
+    m->fm_bytes = 4 * nc * f;
 }
 
 static void model_destroy(Model *m)
@@ -358,91 +391,102 @@ static float gelu_grad(float x)
    size hs = C/NH) the slices Q, K, V are T x hs with row stride 3C:
        att = softmax_causal(Q K^T / sqrt(hs))     (T x T, zero above the diagonal)
        atty[:, h*hs..] = att V
-   y = x + Dropout(atty Wproj^T + bproj). */
+   y = x + Dropout(atty Wproj^T + bproj). Forward and backward run one (b, h) at a time.
+   Tape option 0 keeps att; option 1 (Megatron's selective recompute) does not, and its backward
+   recomputes each head's att from the kept q and k with attention_probs, the forward's code. */
 
-static void attention_forward(const Model *m, const Layer *p, const float *x, float *y, void *tape,
-                              const ckpt_philox *drop)
+/* The attention probabilities of sequence b, head h into att (T x T): the scores Q K^T / sqrt(hs)
+   by SGEMM, then a causal softmax per row. The forward runs it for every head in every tape
+   option, the backward of option 1 again on the same q and k: the same calls, the same bits. */
+static void attention_probs(const Model *m, const float *qkv, int b, int h, float *att)
 {
-    const int N = m->N, C = m->C, T = m->T, NH = m->NH, hs = C / NH, C3 = 3 * C;
-    float *ln = ckpt_layout_ptr(tape, m->ta, TA_LN), *qkv = ckpt_layout_ptr(tape, m->ta, TA_QKV);
-    float *mean = ckpt_layout_ptr(tape, m->ta, TA_MEAN), *rstd = ckpt_layout_ptr(tape, m->ta, TA_RSTD);
-    float *att = ckpt_layout_ptr(tape, m->ta, TA_ATT), *atty = ckpt_layout_ptr(tape, m->ta, TA_ATTY);
-    uint8_t *mask = ckpt_layout_ptr(tape, m->ta, TA_MASK);
-    const float scale = 1.0f / sqrtf((float)hs);
-
-    layernorm_forward(N, C, x, p->ln1_g, p->ln1_b, ln, mean, rstd);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C3, C, 1.0f, ln, C, p->w_qkv, C, 0.0f, qkv, C3);
-    add_bias(N, C3, qkv, p->b_qkv);
-    for (int b = 0; b < m->B; b++)              /* scores = Q K^T * scale */
-        for (int h = 0; h < NH; h++) {
-            const float *q = qkv + (size_t)b * T * C3 + h * hs;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3, q + C, C3,
-                        0.0f, att + ((size_t)b * NH + h) * T * T, T);
-        }
-    EXAMPLE_PARALLEL_FOR                        /* causal softmax, one row (b, h, t) at a time */
-    for (int row = 0; row < m->B * NH * T; row++) {
-        float *a = att + (size_t)row * T;
-        int t = row % T;
+    const int C = m->C, T = m->T, hs = C / m->NH, C3 = 3 * C;
+    const float *q = qkv + (size_t)b * T * C3 + h * hs;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f / sqrtf((float)hs), q, C3, q + C, C3,
+                0.0f, att, T);
+    EXAMPLE_PARALLEL_FOR                        /* causal softmax, one row t at a time */
+    for (int t = 0; t < T; t++) {
+        float *a = att + (size_t)t * T;
         float mx = a[0], sum = 0.0f;
         for (int u = 1; u <= t; u++) mx = a[u] > mx ? a[u] : mx;
         for (int u = 0; u <= t; u++) { a[u] = expf(a[u] - mx); sum += a[u]; }
         for (int u = 0; u <= t; u++) a[u] /= sum;
         for (int u = t + 1; u < T; u++) a[u] = 0.0f;
     }
-    for (int b = 0; b < m->B; b++)              /* atty = att V */
-        for (int h = 0; h < NH; h++) {
+}
+
+/* Writes tape option opt's pieces of tape (ws: the forward workspace, option 1's scratch). */
+static void attention_forward(const Model *m, const Layer *p, const float *x, float *y, void *tape, void *ws,
+                              int opt, const ckpt_philox *drop)
+{
+    const int N = m->N, C = m->C, T = m->T, NH = m->NH, hs = C / NH, C3 = 3 * C;
+    const ckpt_layout_entry *lt = m->ta[opt];
+    float *ln = ckpt_layout_ptr(tape, lt, TA_LN), *qkv = ckpt_layout_ptr(tape, lt, TA_QKV);
+    float *mean = ckpt_layout_ptr(tape, lt, TA_MEAN), *rstd = ckpt_layout_ptr(tape, lt, TA_RSTD);
+    float *att = opt == 0 ? ckpt_layout_ptr(tape, lt, TA_ATT) : NULL, *atty = ckpt_layout_ptr(tape, lt, TA_ATTY);
+    uint8_t *mask = ckpt_layout_ptr(tape, lt, TA_MASK);
+
+    layernorm_forward(N, C, x, p->ln1_g, p->ln1_b, ln, mean, rstd);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C3, C, 1.0f, ln, C, p->w_qkv, C, 0.0f, qkv, C3);
+    add_bias(N, C3, qkv, p->b_qkv);
+    for (int b = 0; b < m->B; b++)
+        for (int h = 0; h < NH; h++) {          /* att = softmax(Q K^T * scale), atty = att V */
+            float *a = att ? att + ((size_t)b * NH + h) * T * T : ws;
+            attention_probs(m, qkv, b, h, a);
             const float *v = qkv + (size_t)b * T * C3 + 2 * C + h * hs;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f,
-                        att + ((size_t)b * NH + h) * T * T, T, v, C3, 0.0f, atty + (size_t)b * T * C + h * hs, C);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, v, C3, 0.0f,
+                        atty + (size_t)b * T * C + h * hs, C);
         }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, C, 1.0f, atty, C, p->w_proj, C, 0.0f, y, C);
     add_bias(N, C, y, p->b_proj);
     dropout_residual(N, C, m->p_drop, drop, x, y, mask);
 }
 
-static void attention_backward(const Model *m, const Layer *p, Layer *g, const float *x,
-                               const void *tape, const float *dy, float *dx, void *ws)
+/* Reads a tape of option opt. */
+static void attention_backward(const Model *m, const Layer *p, Layer *g, const float *x, const void *tape,
+                               int opt, const float *dy, float *dx, void *ws)
 {
     const int N = m->N, C = m->C, T = m->T, NH = m->NH, hs = C / NH, C3 = 3 * C;
-    const float *ln = ckpt_layout_ptr(tape, m->ta, TA_LN), *qkv = ckpt_layout_ptr(tape, m->ta, TA_QKV);
-    const float *mean = ckpt_layout_ptr(tape, m->ta, TA_MEAN), *rstd = ckpt_layout_ptr(tape, m->ta, TA_RSTD);
-    const float *att = ckpt_layout_ptr(tape, m->ta, TA_ATT), *atty = ckpt_layout_ptr(tape, m->ta, TA_ATTY);
-    const uint8_t *mask = ckpt_layout_ptr(tape, m->ta, TA_MASK);
+    const ckpt_layout_entry *lt = m->ta[opt];
+    const float *ln = ckpt_layout_ptr(tape, lt, TA_LN), *qkv = ckpt_layout_ptr(tape, lt, TA_QKV);
+    const float *mean = ckpt_layout_ptr(tape, lt, TA_MEAN), *rstd = ckpt_layout_ptr(tape, lt, TA_RSTD);
+    const float *att = opt == 0 ? ckpt_layout_ptr(tape, lt, TA_ATT) : NULL;
+    const float *atty = ckpt_layout_ptr(tape, lt, TA_ATTY);
+    const uint8_t *mask = ckpt_layout_ptr(tape, lt, TA_MASK);
     float *dm = ckpt_layout_ptr(ws, m->wa, WA_DM), *datty = ckpt_layout_ptr(ws, m->wa, WA_DATTY);
     float *datt = ckpt_layout_ptr(ws, m->wa, WA_DATT), *dqkv = ckpt_layout_ptr(ws, m->wa, WA_DQKV);
-    float *dln = ckpt_layout_ptr(ws, m->wa, WA_DLN);
+    float *dln = ckpt_layout_ptr(ws, m->wa, WA_DLN), *att_ws = ckpt_layout_ptr(ws, m->wa, WA_ATT);
     const float scale = 1.0f / sqrtf((float)hs);
 
     dropout_backward(N, C, m->p_drop, mask, dy, dm);
     bias_backward(N, C, dm, g->b_proj);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, C, N, 1.0f, dm, C, atty, C, 1.0f, g->w_proj, C);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, C, 1.0f, dm, C, p->w_proj, C, 0.0f, datty, C);
-    for (int b = 0; b < m->B; b++)              /* datt = datty V^T, dV = att^T datty */
+    for (int b = 0; b < m->B; b++)
         for (int h = 0; h < NH; h++) {
-            size_t o = (size_t)b * T * C3 + h * hs, ah = ((size_t)b * NH + h) * T * T;
-            const float *dyh = datty + (size_t)b * T * C + h * hs;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dyh, C,
-                        qkv + o + 2 * C, C3, 0.0f, datt + ah, T);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, att + ah, T, dyh, C,
-                        0.0f, dqkv + o + 2 * C, C3);
-        }
-    EXAMPLE_PARALLEL_FOR                        /* softmax backward, in place: datt = dL/dscores */
-    for (int row = 0; row < m->B * NH * T; row++) {
-        const float *a = att + (size_t)row * T;
-        float *d = datt + (size_t)row * T;
-        int t = row % T;
-        float dot = 0.0f;
-        for (int u = 0; u <= t; u++) dot += a[u] * d[u];
-        for (int u = 0; u <= t; u++) d[u] = a[u] * (d[u] - dot);
-        for (int u = t + 1; u < T; u++) d[u] = 0.0f;
-    }
-    for (int b = 0; b < m->B; b++)              /* dQ = datt K * scale, dK = datt^T Q * scale */
-        for (int h = 0; h < NH; h++) {
-            size_t o = (size_t)b * T * C3 + h * hs, ah = ((size_t)b * NH + h) * T * T;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, datt + ah, T,
-                        qkv + o + C, C3, 0.0f, dqkv + o, C3);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, datt + ah, T,
-                        qkv + o, C3, 0.0f, dqkv + o + C, C3);
+            size_t o = (size_t)b * T * C3 + h * hs;
+            const float *dyh = datty + (size_t)b * T * C + h * hs, *a = att_ws;
+            if (att) a = att + ((size_t)b * NH + h) * T * T;
+            else attention_probs(m, qkv, b, h, att_ws);     /* option 1: recompute */
+            /* datt = datty V^T, dV = att^T datty */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dyh, C, qkv + o + 2 * C, C3,
+                        0.0f, datt, T);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, dyh, C, 0.0f,
+                        dqkv + o + 2 * C, C3);
+            EXAMPLE_PARALLEL_FOR                /* softmax backward, in place: datt = dL/dscores */
+            for (int t = 0; t < T; t++) {
+                const float *ar = a + (size_t)t * T;
+                float *d = datt + (size_t)t * T;
+                float dot = 0.0f;
+                for (int u = 0; u <= t; u++) dot += ar[u] * d[u];
+                for (int u = 0; u <= t; u++) d[u] = ar[u] * (d[u] - dot);
+                for (int u = t + 1; u < T; u++) d[u] = 0.0f;
+            }
+            /* dQ = datt K * scale, dK = datt^T Q * scale */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, datt, T, qkv + o + C, C3,
+                        0.0f, dqkv + o, C3);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, datt, T, qkv + o, C3,
+                        0.0f, dqkv + o + C, C3);
         }
     bias_backward(N, C3, dqkv, g->b_qkv);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C3, C, N, 1.0f, dqkv, C3, ln, C, 1.0f, g->w_qkv, C);
@@ -450,42 +494,57 @@ static void attention_backward(const Model *m, const Layer *p, Layer *g, const f
     layernorm_backward(N, C, x, mean, rstd, p->ln1_g, dln, dy, dx, g->ln1_g, g->ln1_b);
 }
 
-/* ---- stage (b): MLP: y = x + Dropout(GELU(LN2(x) Wfc^T + bfc) Wfc2^T + bfc2) ----------------- */
+/* ---- stage (b): MLP: y = x + Dropout(GELU(LN2(x) Wfc^T + bfc) Wfc2^T + bfc2) -----------------
 
-static void mlp_forward(const Model *m, const Layer *p, const float *x, float *y, void *tape,
-                        const ckpt_philox *drop)
+   Tape option 0 keeps the GELU output a; option 1 (llm.c's -r 1) does not, and its backward
+   recomputes a from the kept pre-activation h with gelu_forward, the forward's code. */
+
+/* a = GELU(h) over N rows of H: the forward, and the backward of option 1 on the same h. */
+static void gelu_forward(int N, int H, const float *h, float *a)
 {
-    const int N = m->N, C = m->C, H = 4 * C;
-    float *ln = ckpt_layout_ptr(tape, m->tm, TM_LN), *h = ckpt_layout_ptr(tape, m->tm, TM_H);
-    float *mean = ckpt_layout_ptr(tape, m->tm, TM_MEAN), *rstd = ckpt_layout_ptr(tape, m->tm, TM_RSTD);
-    float *a = ckpt_layout_ptr(tape, m->tm, TM_A);
-    uint8_t *mask = ckpt_layout_ptr(tape, m->tm, TM_MASK);
-
-    layernorm_forward(N, C, x, p->ln2_g, p->ln2_b, ln, mean, rstd);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, H, C, 1.0f, ln, C, p->w_fc, C, 0.0f, h, H);
     EXAMPLE_PARALLEL_FOR
     for (int r = 0; r < N; r++)
         for (int j = 0; j < H; j++) {
             size_t i = (size_t)r * H + j;
-            h[i] += p->b_fc[j];
             a[i] = 0.5f * h[i] * (1.0f + gelu_tanh(h[i]));
         }
+}
+
+/* Writes tape option opt's pieces of tape (ws: the forward workspace, option 1's GELU output). */
+static void mlp_forward(const Model *m, const Layer *p, const float *x, float *y, void *tape, void *ws, int opt,
+                        const ckpt_philox *drop)
+{
+    const int N = m->N, C = m->C, H = 4 * C;
+    const ckpt_layout_entry *lt = m->tm[opt];
+    float *ln = ckpt_layout_ptr(tape, lt, TM_LN), *h = ckpt_layout_ptr(tape, lt, TM_H);
+    float *mean = ckpt_layout_ptr(tape, lt, TM_MEAN), *rstd = ckpt_layout_ptr(tape, lt, TM_RSTD);
+    float *a = opt == 0 ? ckpt_layout_ptr(tape, lt, TM_A) : ws;
+    uint8_t *mask = ckpt_layout_ptr(tape, lt, TM_MASK);
+
+    layernorm_forward(N, C, x, p->ln2_g, p->ln2_b, ln, mean, rstd);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, H, C, 1.0f, ln, C, p->w_fc, C, 0.0f, h, H);
+    add_bias(N, H, h, p->b_fc);
+    gelu_forward(N, H, h, a);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, H, 1.0f, a, H, p->w_fc2, H, 0.0f, y, C);
     add_bias(N, C, y, p->b_fc2);
     dropout_residual(N, C, m->p_drop, drop, x, y, mask);
 }
 
-static void mlp_backward(const Model *m, const Layer *p, Layer *g, const float *x, const void *tape,
+/* Reads a tape of option opt. */
+static void mlp_backward(const Model *m, const Layer *p, Layer *g, const float *x, const void *tape, int opt,
                          const float *dy, float *dx, void *ws)
 {
     const int N = m->N, C = m->C, H = 4 * C;
-    const float *ln = ckpt_layout_ptr(tape, m->tm, TM_LN), *h = ckpt_layout_ptr(tape, m->tm, TM_H);
-    const float *mean = ckpt_layout_ptr(tape, m->tm, TM_MEAN), *rstd = ckpt_layout_ptr(tape, m->tm, TM_RSTD);
-    const float *a = ckpt_layout_ptr(tape, m->tm, TM_A);
-    const uint8_t *mask = ckpt_layout_ptr(tape, m->tm, TM_MASK);
+    const ckpt_layout_entry *lt = m->tm[opt];
+    const float *ln = ckpt_layout_ptr(tape, lt, TM_LN), *h = ckpt_layout_ptr(tape, lt, TM_H);
+    const float *mean = ckpt_layout_ptr(tape, lt, TM_MEAN), *rstd = ckpt_layout_ptr(tape, lt, TM_RSTD);
+    const uint8_t *mask = ckpt_layout_ptr(tape, lt, TM_MASK);
     float *dm = ckpt_layout_ptr(ws, m->wm, WM_DM), *da = ckpt_layout_ptr(ws, m->wm, WM_DA);
     float *dln = ckpt_layout_ptr(ws, m->wm, WM_DLN);
+    const float *a = da;
 
+    if (opt == 0) a = ckpt_layout_ptr(tape, lt, TM_A);
+    else gelu_forward(N, H, h, da);             /* option 1: recompute a into da, read before da is written */
     dropout_backward(N, C, m->p_drop, mask, dy, dm);
     bias_backward(N, C, dm, g->b_fc2);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, H, N, 1.0f, dm, C, a, H, 1.0f, g->w_fc2, H);
@@ -499,31 +558,39 @@ static void mlp_backward(const Model *m, const Layer *p, Layer *g, const float *
     layernorm_backward(N, C, x, mean, rstd, p->ln2_g, dln, dy, dx, g->ln2_g, g->ln2_b);
 }
 
-/* ---- the ckpt callbacks: stage s is layer s/2, attention when s is even ---------------------- */
+/* ---- the ckpt callbacks: stage s is layer s/2, attention when s is even ----------------------
+
+   ctx->tape_option says which tape option a forward writes (keeping it or not: a forward that
+   keeps no tape runs option 1, the smaller tape) and which one a backward reads. Every option's
+   forward computes the same output and draws the same random numbers in the same order: only
+   what it saves differs. */
 
 static ckpt_result stage_forward(const ckpt_fwd_args *args)
 {
     const Model *m = args->ctx->user;
-    int s = args->ctx->stage;
+    int s = args->ctx->stage, opt = args->ctx->tape_option;
+    if (opt < 0 || opt >= N_OPTS) return CKPT_ERR_BAD_ARGUMENT;
     ckpt_philox drop;
     if (m->p_drop > 0.0f) {     /* a recomputation gets the same range back: the same mask */
         ckpt_result r = ckpt_ctx_rng(args->ctx, (uint64_t)m->N * m->C / 4, &drop);
         if (r != CKPT_OK) return r;
     }
-    if (s % 2 == 0) attention_forward(m, &m->p.layer[s / 2], args->in, args->out, args->tape, m->p_drop > 0.0f ? &drop : NULL);
-    else mlp_forward(m, &m->p.layer[s / 2], args->in, args->out, args->tape, m->p_drop > 0.0f ? &drop : NULL);
+    const ckpt_philox *d = m->p_drop > 0.0f ? &drop : NULL;
+    if (s % 2 == 0) attention_forward(m, &m->p.layer[s / 2], args->in, args->out, args->tape, args->workspace, opt, d);
+    else mlp_forward(m, &m->p.layer[s / 2], args->in, args->out, args->tape, args->workspace, opt, d);
     return CKPT_OK;
 }
 
 static ckpt_result stage_backward(const ckpt_bwd_args *args)
 {
     const Model *m = args->ctx->user;
-    int s = args->ctx->stage;
+    int s = args->ctx->stage, opt = args->ctx->tape_option;
+    if (opt < 0 || opt >= N_OPTS) return CKPT_ERR_BAD_ARGUMENT;
     if (s % 2 == 0)
-        attention_backward(m, &m->p.layer[s / 2], &m->g.layer[s / 2], args->in, args->tape,
+        attention_backward(m, &m->p.layer[s / 2], &m->g.layer[s / 2], args->in, args->tape, opt,
                            args->grad_out, args->grad_in, args->workspace);
     else
-        mlp_backward(m, &m->p.layer[s / 2], &m->g.layer[s / 2], args->in, args->tape, args->grad_out,
+        mlp_backward(m, &m->p.layer[s / 2], &m->g.layer[s / 2], args->in, args->tape, opt, args->grad_out,
                      args->grad_in, args->workspace);
     return CKPT_OK;
 }
@@ -669,9 +736,11 @@ typedef struct Config {
 
 typedef struct Run {
     ckpt_policy policy;
+    int option;                 /* -1: planned by policy; k >= 0: store-all's schedule, tapes in option k */
     int feasible;
     ckpt_plan_info info;
     ckpt_chain_stats stats;
+    int kept[2][N_OPTS];        /* F ops that keep their tape, per stage kind (attn, mlp) and option */
     double ms_per_step;
     double *loss;               /* per step */
     float *grads;               /* the last step's parameter gradients, then G[0] */
@@ -700,13 +769,42 @@ static ckpt_chain *chain_create(Session *ss, ckpt_backend *be)
     return chain;
 }
 
-static ckpt_chain *chain_open(Session *ss, ckpt_backend *be, const ckpt_plan_desc *pd, ckpt_plan_info *info,
-                              ckpt_result *res)
+/* Store-all's schedule with every tape kept in tape option `option` (option 0 where a stage has
+   no such option) into ops (4L entries); returns their number. */
+static int store_all_ops(const Session *ss, int option, ckpt_op *ops)
+{
+    const int n = 2 * ss->m.L;
+    int k = 0;
+    for (int i = 1; i <= n; i++)
+        ops[k++] = (ckpt_op){ .kind = CKPT_OP_F, .stage = i, .tape = 1,
+                              .option = option <= ss->stages[i - 1].n_tape_options ? option : 0 };
+    for (int i = n; i >= 1; i--) ops[k++] = (ckpt_op){ .kind = CKPT_OP_B, .stage = i };
+    return k;
+}
+
+/* A chain planned by pd, or (pd NULL) given store-all's schedule with every tape in `option`. */
+static ckpt_chain *chain_open(Session *ss, ckpt_backend *be, const ckpt_plan_desc *pd, int option,
+                              ckpt_plan_info *info, ckpt_result *res)
 {
     ckpt_chain *chain = chain_create(ss, be);
-    *res = ckpt_chain_plan(chain, pd, info);
+    if (pd) {
+        *res = ckpt_chain_plan(chain, pd, info);
+    } else {
+        ckpt_op *ops = xcalloc(4 * (size_t)ss->m.L, sizeof(ckpt_op));
+        *res = ckpt_chain_set_schedule(chain, ops, store_all_ops(ss, option, ops), info);
+        free(ops);
+    }
     if (*res != CKPT_OK) { ckpt_chain_destroy(chain); return NULL; }
     return chain;
+}
+
+/* Counts the F ops of ops that keep their tape, per stage kind and tape option. */
+static void count_kept(const ckpt_op *ops, int n_ops, int kept[2][N_OPTS])
+{
+    memset(kept, 0, 2 * sizeof kept[0]);
+    for (int i = 0; i < n_ops; i++)
+        if (ops[i].kind == CKPT_OP_F && ops[i].tape && ops[i].option >= 0 && ops[i].option < N_OPTS)
+            kept[(ops[i].stage - 1) % 2][ops[i].option]++;
 }
 
 /* Store-all's peak, from a dry plan: no arena is allocated. */
@@ -749,22 +847,27 @@ static void adam(Session *ss, int t)
     }
 }
 
-/* Trains from the initial weights on the seed's data under plan desc pd; fills run. */
-static void train(Session *ss, ckpt_plan_desc *pd, Run *run)
+/* Trains from the initial weights on the seed's data under plan desc pd, or (pd NULL) under
+   store-all's schedule with every tape in tape option `option`; fills run. */
+static void train(Session *ss, ckpt_plan_desc *pd, int option, Run *run)
 {
     Model *m = &ss->m;
     const Config *cfg = &ss->cfg;
     size_t nc = (size_t)m->N * m->C;
     ckpt_result res;
     memset(run, 0, sizeof *run);
-    run->policy = pd->policy;
-    if (pd->policy == CKPT_POLICY_OFFLOAD && pd->bandwidth == 0)
+    run->policy = pd ? pd->policy : CKPT_POLICY_CUSTOM;
+    run->option = pd ? -1 : option;
+    if (pd && pd->policy == CKPT_POLICY_OFFLOAD && pd->bandwidth == 0)
         pd->bandwidth = cfg->bandwidth_gbs * 1e9 / 1e3;     /* bytes per ms: stage times are in ms */
-    ckpt_chain *chain = chain_open(ss, pd->policy == CKPT_POLICY_OFFLOAD ? &ss->engine : &ss->be, pd,
-                                   &run->info, &res);
+    ckpt_chain *chain = chain_open(ss, pd && pd->policy == CKPT_POLICY_OFFLOAD ? &ss->engine : &ss->be, pd,
+                                   option, &run->info, &res);
     if (res == CKPT_ERR_INFEASIBLE) return;
     CHECK(res);
     run->feasible = 1;
+    int n_ops;
+    const ckpt_op *ops = ckpt_plan_ops(ckpt_chain_get_plan(chain), &n_ops);
+    count_kept(ops, n_ops, run->kept);
     memcpy(m->params, ss->init, m->n_params * sizeof(float));
     memset(ss->adam_m, 0, m->n_params * sizeof(float));
     memset(ss->adam_v, 0, m->n_params * sizeof(float));
@@ -790,35 +893,118 @@ static void train(Session *ss, ckpt_plan_desc *pd, Run *run)
     ckpt_chain_destroy(chain);
 }
 
-/* Measures each stage's forward and backward with the library (ckpt_chain_measure: medians over
-   `steps` store-all steps, after one ordinary step that warms up and makes X[0] and G[n]) and
-   gives them to the planner as fwd_time and bwd_time, in ms. No parameter update. Returns the
-   milliseconds it took. */
-static double measure_stages(Session *ss, int steps)
+/* ---- measuring: stage times and the tape options' extra backward time ------------------------
+
+   Stage times come from ckpt_chain_measure under store-all, whose tapes are option 0's, as
+   fwd_time and bwd_time must be. Option 1's bwd_extra is the time of the work its backward adds
+   to option 0's: attention_probs for every (sequence, head) of an attention stage, gelu_forward
+   over the N x 4C pre-activations of an MLP stage. Those two kernels are timed alone with now_ms
+   (CLOCK_MONOTONIC, the clock ckpt_chain_measure reads around the CPU backend's callbacks), on the
+   q, k and pre-activations layer 0's forward writes for the measuring batch; every layer has the
+   same shapes, so one figure per stage kind. As a check, each round also measures a step under
+   store-all's schedule with every tape in option 1, and the program prints each stage's backward
+   under option 1 minus under option 0, paired by round: timed alone, the kernels run with their
+   inputs in the caches and miss what recomputing does to the backward around them. Everything is
+   measured in the same rounds (one warm-up, then `rounds` of: PROBE_RUNS runs of each kernel, a
+   store-all step, an option-1 step), and every figure is a median over the rounds, so a change
+   in the machine's load (other processes on shared cores) hits all of them alike. At the default
+   size on a shared 2-core machine, four runs gave attention 0.67-0.78 ms alone against a median
+   over the layers of 0.40-0.65 ms in the backward (likely because option 0 reads its kept
+   probabilities from memory, which option 1 does not), and the MLP 1.40-2.10 ms alone against 1.23-2.01 ms:
+   the kernels alone, the simpler and steadier figure, are what the planner gets. */
+enum { PROBE_RUNS = 3 };
+
+typedef struct Probe { void *tape_a, *tape_m; float *scratch, *y; } Probe;
+
+static void *xalloc64(size_t bytes)
+{
+    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) { fprintf(stderr, "out of memory (%zu bytes)\n", bytes); exit(1); }
+    return p;
+}
+
+/* Layer 0's option-0 tapes for X[0] = x (no dropout), the kernels' inputs. */
+static void probe_open(const Model *m, const float *x, Probe *pr)
+{
+    pr->tape_a = xalloc64(m->ta_bytes[0]);
+    pr->tape_m = xalloc64(m->tm_bytes[0]);
+    pr->scratch = xalloc64(m->fa_bytes > m->fm_bytes ? m->fa_bytes : m->fm_bytes);
+    pr->y = xcalloc((size_t)m->N * m->C, sizeof(float));
+    attention_forward(m, &m->p.layer[0], x, pr->y, pr->tape_a, pr->scratch, 0, NULL);
+    mlp_forward(m, &m->p.layer[0], x, pr->y, pr->tape_m, pr->scratch, 0, NULL);
+}
+
+/* One timed run of each recomputation: ms[0] attention, ms[1] MLP. */
+static void probe_time(const Model *m, const Probe *pr, double ms[2])
+{
+    const float *qkv = ckpt_layout_ptr(pr->tape_a, m->ta[0], TA_QKV), *h = ckpt_layout_ptr(pr->tape_m, m->tm[0], TM_H);
+    double t0 = now_ms();
+    for (int b = 0; b < m->B; b++)
+        for (int hd = 0; hd < m->NH; hd++) attention_probs(m, qkv, b, hd, pr->scratch);
+    double t1 = now_ms();
+    gelu_forward(m->N, 4 * m->C, h, pr->scratch);
+    ms[0] = t1 - t0;
+    ms[1] = now_ms() - t1;
+}
+
+static void probe_close(Probe *pr) { free(pr->tape_a); free(pr->tape_m); free(pr->scratch); free(pr->y); }
+
+/* Fills t (2L entries, ms) with option 0's stage times, dbwd (2L) with each stage's backward
+   under option 1 minus under option 0, and extra[0..1] with option 1's bwd_extra of attention and
+   MLP; no parameter update. Returns the milliseconds it took. */
+static double measure_stages(Session *ss, int rounds, ckpt_stage_time *t, double *dbwd, double extra[2])
 {
     Model *m = &ss->m;
     const int n = 2 * m->L;
     ckpt_plan_desc pd = {0};
     pd.policy = CKPT_POLICY_STORE_ALL;
     ckpt_result res;
-    double t0 = now_ms();
-    ckpt_chain *chain = chain_open(ss, &ss->be, &pd, NULL, &res);
+    double t_start = now_ms();
+    ckpt_chain *chain[2];
+    chain[0] = chain_open(ss, &ss->be, &pd, 0, NULL, &res);
     CHECK(res);
-    ckpt_stage_time *t = xcalloc((size_t)n, sizeof *t);
+    chain[1] = chain_open(ss, &ss->be, NULL, 1, NULL, &res);
+    CHECK(res);
     Source src;
     source_create(&src, m->V, ss->cfg.seed + 1);
     source_batch(&src, m, &ss->bt);
-    step(ss, chain);                        /* warm-up; fills X[0] (bt.x0) and G[n] (bt.dout) */
-    CHECK(ckpt_chain_measure(chain, ss->bt.x0, ss->bt.dout, ss->bt.dx0, steps, t));
+    step(ss, chain[0]);                     /* warm-up; fills X[0] (bt.x0) and G[n] (bt.dout) */
+    CHECK(ckpt_chain_measure(chain[1], ss->bt.x0, ss->bt.dout, ss->bt.dx0, 1, NULL));
+    Probe pr;
+    double ms[2], *kx[2] = { xcalloc((size_t)rounds * PROBE_RUNS, sizeof(double)),
+                             xcalloc((size_t)rounds * PROBE_RUNS, sizeof(double)) };
+    probe_open(m, ss->bt.x0, &pr);
+    probe_time(m, &pr, ms);
+    ckpt_stage_time *r = xcalloc((size_t)rounds * 2 * n, sizeof *r);
+    for (int s = 0; s < rounds; s++) {
+        for (int k = 0; k < PROBE_RUNS; k++) {
+            probe_time(m, &pr, ms);
+            kx[0][s * PROBE_RUNS + k] = ms[0];
+            kx[1][s * PROBE_RUNS + k] = ms[1];
+        }
+        for (int o = 0; o < 2; o++)
+            CHECK(ckpt_chain_measure(chain[o], ss->bt.x0, ss->bt.dout, ss->bt.dx0, 1, r + ((size_t)s * 2 + o) * n));
+    }
+    extra[0] = median(kx[0], rounds * PROBE_RUNS);
+    extra[1] = median(kx[1], rounds * PROBE_RUNS);
+    double *v = xcalloc((size_t)rounds, sizeof(double));
     for (int i = 0; i < n; i++) {
-        ss->stages[i].fwd_time = t[i].fwd_time;
-        ss->stages[i].bwd_time = t[i].bwd_time;
+        const ckpt_stage_time *r0 = r + i, *r1 = r + n + i;     /* round s: r0[2 n s], r1[2 n s] */
+        memset(&t[i], 0, sizeof t[i]);
+        for (int s = 0; s < rounds; s++) v[s] = r0[(size_t)s * 2 * n].fwd_time;
+        t[i].fwd_time = median(v, rounds);
+        for (int s = 0; s < rounds; s++) v[s] = r0[(size_t)s * 2 * n].bwd_time;
+        t[i].bwd_time = median(v, rounds);
+        for (int s = 0; s < rounds; s++) v[s] = r1[(size_t)s * 2 * n].bwd_time - r0[(size_t)s * 2 * n].bwd_time;
+        dbwd[i] = median(v, rounds);
     }
     memset(m->grads, 0, m->n_params * sizeof(float));   /* the measuring steps were real steps */
-    free(t);
+    free(v); free(r); free(kx[0]); free(kx[1]);
+    probe_close(&pr);
     source_destroy(&src);
-    ckpt_chain_destroy(chain);
-    return now_ms() - t0;
+    ckpt_chain_destroy(chain[0]);
+    ckpt_chain_destroy(chain[1]);
+    return now_ms() - t_start;
 }
 
 static void session_open(Session *ss, const Config *cfg)
@@ -843,15 +1029,20 @@ static void session_open(Session *ss, const Config *cfg)
     ss->stages = xcalloc(2 * (size_t)m->L, sizeof(ckpt_stage_desc));
     for (int i = 0; i < 2 * m->L; i++) {
         ckpt_stage_desc *st = &ss->stages[i];
-        st->name = i % 2 == 0 ? "attn" : "mlp";
+        int attn = i % 2 == 0;
+        st->name = attn ? "attn" : "mlp";
         st->forward = stage_forward;
         st->backward = stage_backward;
         st->user = m;
         st->out_bytes = nc * sizeof(float);
-        st->tape_bytes = i % 2 == 0 ? m->ta_bytes : m->tm_bytes;
-        st->bwd_workspace_bytes = i % 2 == 0 ? m->wa_bytes : m->wm_bytes;
-        st->fwd_time = i % 2 == 0 ? 1.0 : 2.0;     /* until measured */
+        st->tape_bytes = attn ? m->ta_bytes[0] : m->tm_bytes[0];
+        st->fwd_workspace_bytes = attn ? m->fa_bytes : m->fm_bytes;
+        st->bwd_workspace_bytes = attn ? m->wa_bytes : m->wm_bytes;
+        st->fwd_time = attn ? 1.0 : 2.0;    /* until measured */
         st->bwd_time = 2.0 * st->fwd_time;
+        st->n_tape_options = N_OPTS - 1;    /* option 1: bwd_extra until measured */
+        st->tape_options[0] = (ckpt_tape_option){ .tape_bytes = attn ? m->ta_bytes[1] : m->tm_bytes[1],
+                                                  .bwd_extra = 0.1 * st->bwd_time };
     }
     CHECK(ckpt_cpu_backend_create(NULL, &ss->be));
     ckpt_cpu_desc ed = {0};
@@ -880,7 +1071,7 @@ static double eval_loss(Session *ss, int backward)
     ckpt_plan_desc pd = {0};
     pd.policy = CKPT_POLICY_STORE_ALL;
     ckpt_result res;
-    ckpt_chain *chain = chain_open(ss, &ss->be, &pd, NULL, &res);
+    ckpt_chain *chain = chain_open(ss, &ss->be, &pd, 0, NULL, &res);
     CHECK(res);
     double loss;
     if (backward) {
@@ -975,6 +1166,70 @@ static int gradcheck(Session *ss)
     return failures ? 1 : 0;
 }
 
+/* ---- optimal's tape options by budget --------------------------------------------------------
+
+   The optimal policy's plans (ckpt_plan_create on the stages' measured costs: no arena, nothing
+   run) at fractions of store-all's peak, with the tape options and with option 0 alone: how
+   much time the options save and which ones the kept tapes use. */
+
+static void stage_costs(const Session *ss, int options, ckpt_cost *c)
+{
+    for (int i = 0; i < 2 * ss->m.L; i++) {
+        const ckpt_stage_desc *st = &ss->stages[i];
+        c[i] = (ckpt_cost){ .f = st->fwd_time, .b = st->bwd_time, .a = st->out_bytes, .t = st->tape_bytes,
+                            .wf = st->fwd_workspace_bytes, .wb = st->bwd_workspace_bytes, .flags = st->flags };
+        if (!options) continue;
+        c[i].n_options = st->n_tape_options;
+        for (int j = 0; j < st->n_tape_options; j++) {
+            c[i].option_t[j] = st->tape_options[j].tape_bytes;
+            c[i].option_extra[j] = st->tape_options[j].bwd_extra;
+        }
+    }
+}
+
+static void optimal_by_budget(const Session *ss, uint64_t sa_peak, double frac_used)
+{
+    const double fracs[] = { frac_used, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.45, 0.4, 0.35, 0.3 };
+    const int n = 2 * ss->m.L;
+    ckpt_cost *c[2] = { xcalloc((size_t)n, sizeof(ckpt_cost)), xcalloc((size_t)n, sizeof(ckpt_cost)) };
+    stage_costs(ss, 1, c[0]);
+    stage_costs(ss, 0, c[1]);
+    printf("\noptimal by budget (plans from the same costs, not run; pred x: predicted time / store-all's; "
+           "* the budget above):\n");
+    printf("%6s %11s %11s %7s %9s %9s  %s\n", "frac", "budget", "peak", "pred x", "o0 only x", "recomp F",
+           "kept tapes attn o0/o1, mlp o0/o1");
+    for (size_t k = 0; k < sizeof fracs / sizeof fracs[0]; k++) {
+        if (k > 0 && fracs[k] == frac_used) continue;
+        ckpt_plan_desc pd = {0};
+        pd.policy = CKPT_POLICY_OPTIMAL;
+        pd.budget = (uint64_t)(fracs[k] * (double)sa_peak) + 1;
+        ckpt_plan *plan[2] = { NULL, NULL };
+        ckpt_plan_info info[2];
+        ckpt_result r[2];
+        for (int o = 0; o < 2; o++) {
+            r[o] = ckpt_plan_create(c[o], n, &pd, &plan[o], &info[o]);
+            if (r[o] != CKPT_OK && r[o] != CKPT_ERR_INFEASIBLE) CHECK(r[o]);
+        }
+        printf("%5.2f%s %11llu ", fracs[k], k == 0 ? "*" : " ", (unsigned long long)pd.budget);
+        if (r[0] != CKPT_OK) {
+            printf("infeasible (min budget %llu)\n", (unsigned long long)info[0].min_budget);
+            ckpt_plan_destroy(plan[1]);
+            continue;
+        }
+        char without[16] = "infeasible";
+        if (r[1] == CKPT_OK) snprintf(without, sizeof without, "%.3f", info[1].time / info[1].store_all_time);
+        int n_ops, kept[2][N_OPTS];
+        const ckpt_op *ops = ckpt_plan_ops(plan[0], &n_ops);
+        count_kept(ops, n_ops, kept);
+        printf("%11llu %7.3f %9s %9d  %d/%d, %d/%d\n", (unsigned long long)info[0].peak,
+               info[0].time / info[0].store_all_time, without, info[0].n_recomputed, kept[0][0], kept[0][1],
+               kept[1][0], kept[1][1]);
+        ckpt_plan_destroy(plan[0]);
+        ckpt_plan_destroy(plan[1]);
+    }
+    free(c[0]); free(c[1]);
+}
+
 /* ---- main ------------------------------------------------------------------------------------ */
 
 static void usage(const char *prog)
@@ -1058,31 +1313,58 @@ int main(int argc, char **argv)
     }
 
     double t_start = now_ms();
-    enum { MEASURE_STEPS = 5 };
-    double measure_ms = measure_stages(&ss, MEASURE_STEPS);
-    printf("stage times measured by ckpt_chain_measure: 1 warm-up + %d timed store-all steps in %.0f ms\n",
-           MEASURE_STEPS, measure_ms);
-    printf("stage times (ms, medians), attn fwd/bwd | mlp fwd/bwd per layer:\n ");
+    const int n = 2 * cfg.L;
+    enum { MEASURE_ROUNDS = 5 };
+    ckpt_stage_time *t = xcalloc((size_t)n, sizeof *t);
+    double extra[2], *dbwd = xcalloc((size_t)n, sizeof(double));
+    double measure_ms = measure_stages(&ss, MEASURE_ROUNDS, t, dbwd, extra);
+    for (int i = 0; i < n; i++) {
+        ss.stages[i].fwd_time = t[i].fwd_time;
+        ss.stages[i].bwd_time = t[i].bwd_time;
+        ss.stages[i].tape_options[0].bwd_extra = extra[i % 2];
+    }
+    printf("measured in %.0f ms: 1 warm-up + %d rounds, each %d runs of each recomputation alone, a store-all\n"
+           "step and a step with every tape in option 1 (ckpt_chain_measure); medians over the rounds\n",
+           measure_ms, MEASURE_ROUNDS, PROBE_RUNS);
+    printf("stage times (ms), attn fwd/bwd | mlp fwd/bwd per layer:\n ");
     for (int l = 0; l < cfg.L; l++)
         printf(" %.2f/%.2f | %.2f/%.2f%s", ss.stages[2 * l].fwd_time, ss.stages[2 * l].bwd_time,
                ss.stages[2 * l + 1].fwd_time, ss.stages[2 * l + 1].bwd_time, l + 1 < cfg.L ? ";" : "\n");
-    printf("tape bytes: attn %zu, mlp %zu; output %zu per stage\n", m->ta_bytes, m->tm_bytes,
+    printf("output %zu bytes per stage; tape options (bytes; bwd_extra: the recomputation timed alone):\n",
            (size_t)m->N * m->C * sizeof(float));
+    printf("  attn: option 0 %zu (keeps the attention probabilities), option 1 %zu (recomputes them: "
+           "bwd_extra %.4f ms)\n", m->ta_bytes[0], m->ta_bytes[1], extra[0]);
+    printf("  mlp:  option 0 %zu (keeps the GELU output), option 1 %zu (recomputes it: bwd_extra %.4f ms)\n",
+           m->tm_bytes[0], m->tm_bytes[1], extra[1]);
+    printf("check: backward with option-1 tapes minus with option 0's, ms per layer:\n");
+    double *diff = xcalloc((size_t)cfg.L, sizeof(double));
+    for (int kind = 0; kind < 2; kind++) {
+        printf("  %-5s", kind ? "mlp:" : "attn:");
+        for (int l = 0; l < cfg.L; l++) {
+            diff[l] = dbwd[2 * l + kind];
+            printf(" %+.4f", diff[l]);
+        }
+        printf("  (median %+.4f; bwd_extra %.4f)\n", median(diff, cfg.L), extra[kind]);
+    }
+    free(diff); free(dbwd); free(t);
 
     /* Store-all first: it is the reference. The budget is a fraction of its peak, which a dry
-       plan gives without allocating store-all's arena (at least 1: 0 would mean "no limit"). */
+       plan gives without allocating store-all's arena (at least 1: 0 would mean "no limit").
+       Then, for each tape option k > 0, store-all's schedule with every tape in option k: its
+       gradients must be store-all's (option 0's) too. */
     const ckpt_policy policies[] = { CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
                                      CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD };
-    enum { N_POLICIES = sizeof policies / sizeof policies[0] };
-    int n_policies = cfg.bandwidth_gbs > 0 ? N_POLICIES : N_POLICIES - 1;
-    Run runs[N_POLICIES] = {0};
-    uint64_t budget = (uint64_t)(cfg.budget_frac * (double)store_all_peak(&ss)) + 1;
+    enum { N_POLICIES = sizeof policies / sizeof policies[0], N_RUNS = N_POLICIES + N_OPTS - 1 };
+    int n_policies = cfg.bandwidth_gbs > 0 ? N_POLICIES : N_POLICIES - 1, n_runs = 0;
+    Run runs[N_RUNS] = {0};
+    uint64_t sa_peak = store_all_peak(&ss), budget = (uint64_t)(cfg.budget_frac * (double)sa_peak) + 1;
     for (int i = 0; i < n_policies; i++) {
         ckpt_plan_desc pd = {0};
         pd.policy = policies[i];
         pd.budget = i == 0 ? 0 : budget;    /* every-k gets k = 0: the best k that fits */
-        train(&ss, &pd, &runs[i]);
+        train(&ss, &pd, -1, &runs[n_runs++]);
     }
+    for (int k = 1; k < N_OPTS; k++) train(&ss, NULL, k, &runs[n_runs++]);
 
     Source src;
     source_create(&src, cfg.V, cfg.seed);
@@ -1097,26 +1379,32 @@ int main(int argc, char **argv)
     printf("\nbudget %llu bytes (%.2f of store-all's peak %llu)\n", (unsigned long long)budget, cfg.budget_frac,
            (unsigned long long)ref->info.peak);
     if (cfg.bandwidth_gbs > 0) printf("offload: copy engine throttled to %.3g GB/s each way\n", cfg.bandwidth_gbs);
-    printf("%-14s %11s %11s %11s %9s %7s %7s %11s %s\n", "policy", "planned B", "used B", "arena B",
-           "ms/step", "pred x", "meas x", "final loss", "grads bit-identical");
+    printf("%-14s %11s %11s %11s %9s %7s %7s %11s %-13s %s\n", "policy", "planned B", "used B", "arena B",
+           "ms/step", "pred x", "meas x", "final loss", "bit-identical", "kept tapes attn o0/o1, mlp o0/o1");
     int all_match = 1;
-    for (int i = 0; i < n_policies; i++) {
+    for (int i = 0; i < n_runs; i++) {
         const Run *r = &runs[i];
         char name[32];
-        if (r->policy == CKPT_POLICY_EVERY_K && r->feasible) snprintf(name, sizeof name, "every-k (k=%d)", r->info.k);
+        if (r->option >= 0) snprintf(name, sizeof name, "all tapes o%d", r->option);
+        else if (r->policy == CKPT_POLICY_EVERY_K && r->feasible) snprintf(name, sizeof name, "every-k (k=%d)", r->info.k);
         else snprintf(name, sizeof name, "%s", ckpt_policy_name(r->policy));
         if (!r->feasible) {
             printf("%-14s infeasible (min budget %llu)\n", name, (unsigned long long)r->info.min_budget);
             continue;
         }
-        size_t n = m->n_params + (size_t)m->N * m->C;
-        int match = memcmp(r->grads, ref->grads, n * sizeof(float)) == 0;
+        size_t ng = m->n_params + (size_t)m->N * m->C;
+        int match = memcmp(r->grads, ref->grads, ng * sizeof(float)) == 0;
         all_match &= match;
-        printf("%-14s %11llu %11llu %11llu %9.2f %7.3f %7.3f %11.6f %s\n", name,
+        printf("%-14s %11llu %11llu %11llu %9.2f %7.3f %7.3f %11.6f %-13s %d/%d, %d/%d\n", name,
                (unsigned long long)r->info.peak, (unsigned long long)r->stats.arena_high_water,
-               (unsigned long long)r->stats.arena_bytes, r->ms_per_step, r->info.time / r->info.store_all_time,
-               r->ms_per_step / ref->ms_per_step, r->loss[cfg.steps - 1], match ? "yes" : "no");
+               (unsigned long long)r->stats.arena_bytes, r->ms_per_step, r->info.time / ref->info.time,
+               r->ms_per_step / ref->ms_per_step, r->loss[cfg.steps - 1], match ? "yes" : "no",
+               r->kept[0][0], r->kept[0][1], r->kept[1][0], r->kept[1][1]);
     }
+    printf("(bit-identical: the last step's parameter gradients and G[0] against store-all's; \"all tapes\n"
+           " ok\": store-all's schedule with every tape in option k; a forward that keeps no tape runs\n"
+           " option 1, the smaller tape)\n");
+    optimal_by_budget(&ss, sa_peak, cfg.budget_frac);
     /* A fingerprint of the reference gradients, to compare runs (e.g. --threads 1 and 2). */
     printf("store-all's last-step gradients: checksum %016llx; total %.1f s\n",
            (unsigned long long)ckpt_checksum(ref->grads, (m->n_params + (size_t)m->N * m->C) * sizeof(float)),
@@ -1128,7 +1416,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "FAILED: the loss did not fall (%.4f -> %.4f)\n", ref->loss[0], ref->loss[cfg.steps - 1]);
         rc = 1;
     }
-    for (int i = 0; i < N_POLICIES; i++) { free(runs[i].grads); free(runs[i].loss); }
+    for (int i = 0; i < N_RUNS; i++) { free(runs[i].grads); free(runs[i].loss); }
     session_close(&ss);
     return rc;
 }
