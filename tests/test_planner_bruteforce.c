@@ -6,23 +6,36 @@
    1. sim(): a simulator of the cost model. It replays a schedule, rejects every rule violation
       and returns its time and peak. Liveness follows "any buffer is freed right after its last
       read before it is written again", so it looks ahead at the whole schedule.
-   2. search(): an exhaustive Dijkstra over every schedule (states: live X set, live T set, which
-      B runs next, no-checkpoint bits), with the freedom to drop any X after an op that read or
-      wrote it. Lexicographic (time, peak) gives the optimum with its tie-break; a bottleneck
-      search gives the smallest feasible budget. Times are exact integers (each chain's times are
-      integer multiples of one quantum), so ties are exact.
+   2. search(): an exhaustive Dijkstra over every schedule (states: live X set, live T set with
+      each live tape's option, which B runs next, no-checkpoint bits), with the freedom to drop
+      any X after an op that read or wrote it, and every tape option for each F that keeps its
+      tape. Lexicographic (time, peak) gives the optimum with its tie-break; a bottleneck search
+      gives the smallest feasible budget. Times are exact integers (each chain's times and option
+      extras are integer multiples of one quantum), so ties are exact.
    3. Hundreds of random heterogeneous chains (1..7 stages, plus a few of 8..10), each at several
       budgets, planned with every policy: OPTIMAL must match the search exactly (feasibility,
       time, tie-broken peak, min_budget) and every plan must replay in sim() with the time and
       peak it reports. ckpt_schedule_simulate must agree with sim() on every schedule checked,
-      and on random walks through the schedule space and mutations of them.
+      and on random walks through the schedule space and mutations of them (which also give F
+      ops random tape options, some out of range).
+   Tape options (ckpt_cost.n_options, option_t, option_extra): every third chain of 1..6 stages
+   and every sixth of 7 is checked again with options added (1..3 per stage on some stages, at
+   most two stages of 6 or 7 and one 8-stage chain: the search's key holds options for all 10
+   stages, but its time and the library's grow with them), plus the four-stage example with an
+   option on every stage (hand figures; also with every time 0). The same checks hold for them;
+   besides, the optimal plans must keep some tape in a non-zero option (else nothing here would
+   test options), store-all, every-k, sqrt and greedy keep every tape in option 0, and every plan
+   writes the stage's scratch option on each F without tape. Sizes off CKPT_ALIGN (option tapes
+   too) must plan exactly as their rounding (check_unaligned). Option chains draw from their own
+   PRNG streams, so the chains, budgets and walks without options are the ones drawn before.
    The two references are checked against each other too: the four-stage example's figures, a few
-   hand-made schedules, and on tiny chains an enumeration of every op sequence (using sim()
-   alone) that must find exactly what search() finds.
+   hand-made schedules, and on tiny chains (with and without options) an enumeration of every op
+   sequence (using sim() alone) that must find exactly what search() finds.
 
    Exit 0 on success, 1 on any failure (the first 25 print the chain's costs, the budget, the
    figures expected and got, and the ops). Environment: CKPT_BRUTEFORCE_SCALE=k runs k times as
-   many chains; CKPT_BRUTEFORCE_VERBOSE=1 prints the tie-breaks that float rounding split. */
+   many chains; CKPT_BRUTEFORCE_VERBOSE=1 prints the tie-breaks that float rounding split.
+   Reduced builds (TEST_REDUCED: sanitizers, unoptimised) check half as many option chains. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
@@ -49,13 +62,38 @@ typedef struct chain {
     int n;
     ckpt_cost c[MAXN];
     long long fq[MAXN + 1], bq[MAXN + 1];   /* 1-based integer times */
+    /* tape options: eq[i][o] is option o's extra backward time in quanta (eq[i][0] = 0); their
+       tapes and counts are c[i-1].option_t and n_options (option_extra = eq * quantum) */
+    long long eq[MAXN + 1][CKPT_MAX_TAPE_OPTIONS];
+    int has_options;                        /* some stage has n_options > 0 */
+    int zero_times;                         /* every f and b is 0 in c[] (the model takes 1 and 2;
+                                               fq and bq hold those) */
     double quantum;
     int dyadic;                             /* quantum is a power of two: doubles sum exactly */
     uint64_t unit;
-    char name[48];
+    char name[64];
 } chain;
 
 static double chain_time(const chain *ch, long long units) { return (double)units * ch->quantum; }
+
+/* A second and a third PRNG stream (xorshift64*, as test_util.h's), so that the tape options add
+   chains and draws without moving the main stream: every chain, budget and walk drawn without
+   options is the one drawn before options existed. swap_streams() makes rnd() draw from the
+   option chains' stream (and back); aux_*() draw option parameters and op options. */
+static uint64_t opt_stream_state = 0x243f6a8885a308d3ull, aux_state = 0x13198a2e03707344ull;
+static void swap_streams(void) {
+    uint64_t s = rng_state;
+    rng_state = opt_stream_state;
+    opt_stream_state = s;
+}
+static uint64_t aux_rnd(void) {
+    aux_state ^= aux_state >> 12;
+    aux_state ^= aux_state << 25;
+    aux_state ^= aux_state >> 27;
+    return aux_state * 0x2545f4914f6cdd1dull;
+}
+static int aux_int(int lo, int hi) { return lo + (int)(aux_rnd() % (uint64_t)(hi - lo + 1)); }
+static int aux_chance(int percent) { return (int)(aux_rnd() % 100u) < percent; }
 
 /* 1-based accessors for the cost model's names. */
 #define A(ch, i) ((ch)->c[(i) - 1].a)
@@ -63,6 +101,20 @@ static double chain_time(const chain *ch, long long units) { return (double)unit
 #define WF(ch, i) ((ch)->c[(i) - 1].wf)
 #define WB(ch, i) ((ch)->c[(i) - 1].wb)
 #define NOCK(ch, i) (((ch)->c[(i) - 1].flags & CKPT_STAGE_NO_CHECKPOINT) != 0u)
+#define NOPT(ch, i) ((ch)->c[(i) - 1].n_options)
+
+/* Tape option o of a stage (0: t and b), and its scratch option (COST MODEL, tape options): the
+   one with the smallest tape (sizes rounded up to CKPT_ALIGN, as the model counts them), the
+   lowest index among equal ones. F without tape runs it. */
+static uint64_t align_up(uint64_t x) { return (x + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN; }
+static uint64_t opt_tape(const ckpt_cost *c, int o) { return o ? c->option_t[o - 1] : c->t; }
+static int scratch_option(const ckpt_cost *c) {
+    int o, best = 0;
+    for (o = 1; o <= c->n_options; o++)
+        if (align_up(opt_tape(c, o)) < align_up(opt_tape(c, best))) best = o;
+    return best;
+}
+#define TO_(ch, i, o) opt_tape(&(ch)->c[(i) - 1], (o))
 
 /* ------------------------------------------------------------------------------------------
    Failure reporting. */
@@ -75,14 +127,16 @@ static int n_sim_notes = 0;   /* validity differences on degenerate schedules */
 static void print_ops(FILE *f, const ckpt_op *ops, int n_ops) {
     int k;
     for (k = 0; k < n_ops; k++) {
-        if (ops[k].kind == CKPT_OP_F)
+        if (ops[k].kind == CKPT_OP_F && ops[k].tape && ops[k].option != 0)
+            fprintf(f, " F%d*:%d", ops[k].stage, ops[k].option);
+        else if (ops[k].kind == CKPT_OP_F)
             fprintf(f, " F%d%s", ops[k].stage, ops[k].tape ? "*" : "");
         else if (ops[k].kind == CKPT_OP_B)
             fprintf(f, " B%d", ops[k].stage);
         else
             fprintf(f, " ?%d/%d", (int)ops[k].kind, ops[k].stage);
     }
-    fprintf(f, "   (F<i>* keeps its tape)\n");
+    fprintf(f, "   (F<i>* keeps its tape, F<i>*:<o> in tape option o)\n");
 }
 
 /* "  library ops: ..." for a plan, on stderr. */
@@ -103,6 +157,21 @@ static void print_chain(FILE *f, const chain *ch) {
                 (unsigned long long)ch->c[i].a, (unsigned long long)ch->c[i].t,
                 (unsigned long long)ch->c[i].wf, (unsigned long long)ch->c[i].wb, ch->c[i].flags);
     fprintf(f, "  };\n");
+    if (ch->has_options) {
+        fprintf(f, "  tape options (stage: n_options, {option_t}, {option_extra}; extras in quanta):\n");
+        for (i = 0; i < ch->n; i++)
+            if (ch->c[i].n_options > 0) {
+                int o;
+                fprintf(f, "    stage %d: %d, {", i + 1, ch->c[i].n_options);
+                for (o = 0; o < ch->c[i].n_options; o++)
+                    fprintf(f, "%s%llu", o ? ", " : "", (unsigned long long)ch->c[i].option_t[o]);
+                fprintf(f, "}, {");
+                for (o = 0; o < ch->c[i].n_options; o++)
+                    fprintf(f, "%s%.17g (%lld)", o ? ", " : "", ch->c[i].option_extra[o], ch->eq[i + 1][o + 1]);
+                fprintf(f, "}\n");
+            }
+    }
+    if (ch->zero_times) fprintf(f, "  (every f and b is 0: the model takes 1 and 2)\n");
 }
 
 /* Prints the header of a failure; returns 1 when details should follow. */
@@ -129,7 +198,11 @@ static int time_eq(double x, double y) {
    to its last read before the next write (its write alone if never read). B(i) additionally
    ends the versions of T[i], G[i] and X[i-1] it reads. A read needs a version alive at that
    point. Peak is the largest sum, during one op, of live versions plus that op's transients
-   (wf_i, the unkept tape t_i, wb_i). */
+   (wf_i, the unkept tape t_i, wb_i). Every size counts rounded up to CKPT_ALIGN.
+   Tape options: F(i, tape, o) keeps a T[i] version of option o's bytes (o must be 0..n_options);
+   B(i) takes b_i plus the extra of the option of the version it reads; F(i) without tape has
+   the scratch option's tape as its transient (op.option ignored). When every f and b is 0 the
+   times are 1 and 2 (extras unchanged). */
 typedef struct sim_result {
     int ok;
     double time;
@@ -148,17 +221,29 @@ static int sim_fail(sim_result *r, int k, const char *fmt, int i) {
 
 typedef struct version { int start, last, nreads; } version;  /* start -1: no live version */
 
-static int sim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, sim_result *r) {
+static int sim(const ckpt_cost *costs, int n, const ckpt_op *ops, int n_ops, sim_result *r) {
     static uint64_t add[MAX_OPS + 1], sub[MAX_OPS + 1], trans[MAX_OPS + 1];
+    ckpt_cost c[MAXN];          /* the costs with every size rounded up to CKPT_ALIGN */
     version xv[MAXN + 1], tv[MAXN + 1];
+    uint64_t tv_bytes[MAXN + 1];    /* the live T[i] version's bytes (its option's tape) */
+    double tv_extra[MAXN + 1];      /* and its option's extra backward time */
     int nock_used[MAXN + 2];    /* F(i) already ran from the current X[i-1] version */
-    int fn_at = -1, next_b = n, k, i;
+    int fn_at = -1, next_b = n, k, i, zero_times = 1;
     uint64_t cur;
 
     memset(r, 0, sizeof *r);
     r->bad_op = -1;
     r->ok = 1;
     if (n < 1 || n > MAXN || n_ops < 0 || n_ops > MAX_OPS) return sim_fail(r, -1, "bad sizes%d", 0);
+    for (i = 0; i < n; i++) {
+        int o;
+        c[i] = costs[i];
+        c[i].a = align_up(c[i].a);
+        c[i].t = align_up(c[i].t);
+        c[i].wf = align_up(c[i].wf);
+        c[i].wb = align_up(c[i].wb);
+        for (o = 0; o < CKPT_MAX_TAPE_OPTIONS - 1; o++) c[i].option_t[o] = align_up(c[i].option_t[o]);
+    }
     memset(add, 0, sizeof(uint64_t) * (size_t)(n_ops + 1));
     memset(sub, 0, sizeof(uint64_t) * (size_t)(n_ops + 1));
     memset(trans, 0, sizeof(uint64_t) * (size_t)(n_ops + 1));
@@ -168,6 +253,12 @@ static int sim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, sim_res
         xv[i].nreads = tv[i].nreads = 0;
     }
     for (i = 0; i < MAXN + 2; i++) nock_used[i] = 0;
+    for (i = 0; i <= MAXN; i++) {
+        tv_bytes[i] = 0;
+        tv_extra[i] = 0.0;
+    }
+    for (i = 0; i < n; i++)
+        if (c[i].f != 0.0 || c[i].b != 0.0) zero_times = 0;
 
 #define END_VERSION(v, bytes)                                                            \
     do {                                                                                 \
@@ -189,7 +280,9 @@ static int sim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, sim_res
                 if (fn_at >= 0) return sim_fail(r, k, "F(%d) runs twice", n);
                 if (!op->tape) return sim_fail(r, k, "F(%d) must keep its tape", n);
             }
-            r->time += s->f;
+            if (op->tape && (op->option < 0 || op->option > s->n_options))
+                return sim_fail(r, k, "F(%d, tape) names a tape option the stage does not have", i);
+            r->time += zero_times ? 1.0 : s->f;
             /* read X[i-1] */
             if (i >= 2) {
                 if (xv[i - 1].start < 0) return sim_fail(r, k, "F(%d) reads X[i-1], which is not live", i);
@@ -220,13 +313,15 @@ static int sim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, sim_res
             if (op->tape) {
                 if (tv[i].start >= 0) {
                     r->degenerate = 1;
-                    END_VERSION(tv[i], s->t);
+                    END_VERSION(tv[i], tv_bytes[i]);
                 }
                 tv[i].start = k;
                 tv[i].last = k;
                 tv[i].nreads = 0;
+                tv_bytes[i] = opt_tape(s, op->option);
+                tv_extra[i] = op->option ? s->option_extra[op->option - 1] : 0.0;
             } else {
-                trans[k] += s->t;
+                trans[k] += opt_tape(s, scratch_option(s));
             }
             trans[k] += s->wf;
         } else if (op->kind == CKPT_OP_B) {
@@ -235,10 +330,10 @@ static int sim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, sim_res
             if (i != next_b) return sim_fail(r, k, "B(%d) out of order", i);
             if (tv[i].start < 0) return sim_fail(r, k, "B(%d) needs T[i], which is not live", i);
             if (i >= 2 && xv[i - 1].start < 0) return sim_fail(r, k, "B(%d) needs X[i-1], which is not live", i);
-            r->time += s->b;
+            r->time += (zero_times ? 2.0 : s->b) + tv_extra[i];
             tv[i].last = k;
             tv[i].nreads++;
-            END_VERSION(tv[i], s->t);
+            END_VERSION(tv[i], tv_bytes[i]);
             if (i >= 2) {
                 xv[i - 1].last = k;
                 xv[i - 1].nreads++;
@@ -258,7 +353,7 @@ static int sim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, sim_res
         if (xv[i].start >= 0) END_VERSION(xv[i], c[i - 1].a);
         if (tv[i].start >= 0) {
             r->degenerate = 1;      /* a kept tape nobody reads */
-            END_VERSION(tv[i], c[i - 1].t);
+            END_VERSION(tv[i], tv_bytes[i]);
         }
     }
 #undef END_VERSION
@@ -280,14 +375,21 @@ static int sim(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, sim_res
    State (packed in 64 bits): X = live X[1..n-1] (bits 0..9), T = live T[1..n] (bits 10..20),
    phase (bits 24..27: 0 forward, 1+j after F(n) with j B's done, so the next B is B(n-j);
    n+1 is the end), C = no-checkpoint bits (bits 32..42: bit i set when F(i) of a flagged stage
-   already ran from the live X[i-1]; kept only while X[i-1] is live, so states stay canonical).
-   Live bytes of a state: its X's and T's plus G[p] for the next B(p) with p < n. */
+   already ran from the live X[i-1]; kept only while X[i-1] is live, so states stay canonical),
+   O = the tape option of each live T[i] (bits 44..63, two per stage: bits 44 + 2(i-1); 0 while
+   T[i] is not live, so chains without options have the same states as before options existed).
+   Live bytes of a state: its X's and T's (each in its option's bytes) plus G[p] for the next B(p)
+   with p < n. */
 #define ST_X(s) ((unsigned)((s) & 0x3ffu))
 #define ST_T(s) ((unsigned)(((s) >> 10) & 0x7ffu))
 #define ST_PH(s) ((int)(((s) >> 24) & 0xfu))
 #define ST_C(s) ((unsigned)(((s) >> 32) & 0x7ffu))
-#define ST_MAKE(x, t, ph, cb) \
-    ((uint64_t)(x) | ((uint64_t)(t) << 10) | ((uint64_t)(ph) << 24) | ((uint64_t)(cb) << 32))
+#define ST_O(s) ((unsigned)((s) >> 44))
+#define OPT_OF(ow, i) ((int)(((ow) >> (2 * ((i) - 1))) & 3u))   /* T[i]'s option in an O word */
+#define OPT_SET(ow, i, o) (((ow) & ~(3u << (2 * ((i) - 1)))) | ((unsigned)(o) << (2 * ((i) - 1))))
+#define ST_MAKE(x, t, ph, cb, ow)                                                                 \
+    ((uint64_t)(x) | ((uint64_t)(t) << 10) | ((uint64_t)(ph) << 24) | ((uint64_t)(cb) << 32) | \
+     ((uint64_t)(ow) << 44))
 
 typedef struct node {
     uint64_t key;
@@ -404,13 +506,13 @@ static heap_item heap_pop(void) {
 }
 
 static uint64_t state_live(const chain *ch, uint64_t s) {
-    unsigned x = ST_X(s), t = ST_T(s);
+    unsigned x = ST_X(s), t = ST_T(s), ow = ST_O(s);
     int ph = ST_PH(s), n = ch->n, i;
     uint64_t live = 0;
     for (i = 1; i < n; i++)
         if (x & (1u << i)) live += A(ch, i);
     for (i = 1; i <= n; i++)
-        if (t & (1u << i)) live += T_(ch, i);
+        if (t & (1u << i)) live += TO_(ch, i, OPT_OF(ow, i));
     if (ph >= 1 && ph <= n) {
         int p = n - (ph - 1);
         if (p < n) live += A(ch, p);
@@ -418,11 +520,13 @@ static uint64_t state_live(const chain *ch, uint64_t s) {
     return live;
 }
 
-/* A lower bound on the time from state s to the end: every B still to run, plus one F for each
-   stage whose tape is still missing or that lies between the highest live X below the next B(p)
-   and p while T[p] is missing. An op lowers it by at most its own time (consistent). */
+/* A lower bound on the time from state s to the end: every B still to run (with the extra of
+   its tape's option when the tape is live; option 0's none otherwise), plus one F for each stage
+   whose tape is still missing or that lies between the highest live X below the next B(p) and p
+   while T[p] is missing. An op lowers it by at most its own time (consistent: keeping a tape in
+   option o raises it by that option's extra, which is >= 0). */
 static long long state_bound(const chain *ch, uint64_t s) {
-    unsigned x = ST_X(s), t = ST_T(s);
+    unsigned x = ST_X(s), t = ST_T(s), ow = ST_O(s);
     int ph = ST_PH(s), n = ch->n, p, m, j;
     long long h = 0;
     if (ph == n + 1) return 0;
@@ -431,6 +535,7 @@ static long long state_bound(const chain *ch, uint64_t s) {
     for (j = 1; j <= p; j++) {
         int need = !(t & (1u << j)) || (!(t & (1u << p)) && j > m);
         h += ch->bq[j];
+        if (t & (1u << j)) h += ch->eq[j][OPT_OF(ow, j)];
         if (need) h += ch->fq[j];
     }
     return h;
@@ -479,7 +584,7 @@ static void search(const chain *ch, uint64_t budget, int mode, search_result *re
     search_mode = mode;
     search_chain = ch;
     search_reset();
-    start = node_get(ST_MAKE(0, 0, 0, 0), &created);
+    start = node_get(ST_MAKE(0, 0, 0, 0, 0), &created);
     nodes[start].time = 0;
     nodes[start].peak = 0;
     nodes[start].parent = -1;
@@ -496,7 +601,7 @@ static void search(const chain *ch, uint64_t budget, int mode, search_result *re
         heap_item it = heap_pop();
         node *nd = &nodes[it.idx];
         uint64_t s, live;
-        unsigned x, t, cb;
+        unsigned x, t, cb, ow;
         int ph, p, i, cur = it.idx;
         if (nd->closed || nd->time != it.time || nd->peak != it.peak) continue;
         nd->closed = 1;
@@ -510,18 +615,21 @@ static void search(const chain *ch, uint64_t budget, int mode, search_result *re
         t = ST_T(s);
         ph = ST_PH(s);
         cb = ST_C(s);
+        ow = ST_O(s);
         live = state_live(ch, s);
         p = ph == 0 ? n : n - (ph - 1);     /* next B (in the forward phase: none yet) */
-        /* F(i, tape), dropping or keeping its input and output */
+        /* F(i, tape) in each tape option (without tape: the scratch option), dropping or keeping
+           its input and output */
         for (i = 1; i <= n; i++) {
-            uint64_t during = live + A(ch, i) + T_(ch, i) + WF(ch, i);
-            int tape, keep_in, keep_out;
+            int v, keep_in, keep_out, scr = scratch_option(&ch->c[i - 1]);
             if (ph > 0 && (i >= n || i > p)) continue;          /* F(n) once; useless F after its B */
             if (i >= 2 && !(x & (1u << (i - 1)))) continue;     /* input not live */
             if (i < n && (x & (1u << i))) continue;             /* output already live */
             if (NOCK(ch, i) && (cb & (1u << i))) continue;      /* no-checkpoint stage */
-            if (during > budget) continue;
-            for (tape = 0; tape <= 1; tape++) {
+            for (v = 0; v <= NOPT(ch, i) + 1; v++) {      /* v = 0: no tape; v = 1 + o: option o */
+                int tape = v > 0, o = tape ? v - 1 : scr;
+                uint64_t during = live + A(ch, i) + TO_(ch, i, o) + WF(ch, i);
+                if (during > budget) continue;
                 if (i == n && !tape) continue;
                 if (tape && (t & (1u << i))) continue;
                 for (keep_out = 0; keep_out <= 1; keep_out++) {
@@ -529,7 +637,7 @@ static void search(const chain *ch, uint64_t budget, int mode, search_result *re
                     if (ph > 0 && i == p && keep_out) continue; /* X[p] has no reader left */
                     if (i < n && !keep_out && !tape) continue;  /* useless */
                     for (keep_in = (i >= 2 ? 0 : 1); keep_in <= 1; keep_in++) {
-                        unsigned nx = x, nt = t, nc = cb;
+                        unsigned nx = x, nt = t, nc = cb, now = ow;
                         int nph = ph;
                         ckpt_op op;
                         if (!keep_in) {
@@ -543,12 +651,16 @@ static void search(const chain *ch, uint64_t budget, int mode, search_result *re
                             nc &= ~(1u << (i + 1));                 /* X[i] is a new version */
                             if (keep_out) nx |= 1u << i;
                         }
-                        if (tape) nt |= 1u << i;
+                        if (tape) {
+                            nt |= 1u << i;
+                            now = OPT_SET(now, i, o);
+                        }
                         if (i == n) nph = 1;
                         op.kind = CKPT_OP_F;
                         op.stage = i;
-                        op.tape = tape; op.option = 0;
-                        relax(cur, ST_MAKE(nx, nt, nph, nc), it.time + ch->fq[i],
+                        op.tape = tape;
+                        op.option = o;      /* without tape: the scratch option, as plans write */
+                        relax(cur, ST_MAKE(nx, nt, nph, nc, now), it.time + ch->fq[i],
                               during > it.peak ? during : it.peak, op);
                     }
                 }
@@ -559,14 +671,15 @@ static void search(const chain *ch, uint64_t budget, int mode, search_result *re
             uint64_t during = live + (p > 1 ? A(ch, p - 1) : 0) + WB(ch, p);
             if (during <= budget) {
                 unsigned nx = x & ~(1u << (p - 1)), nt = t & ~(1u << p), nc = cb & ~(1u << p);
+                unsigned now = OPT_SET(ow, p, 0);
                 ckpt_op op;
                 if (p == 1) nc &= ~(1u << 1);
                 op.kind = CKPT_OP_B;
                 op.stage = p;
                 op.tape = 0; op.option = 0;
                 if (p == 1) nx = 0;
-                relax(cur, ST_MAKE(nx, nt, ph + 1, p == 1 ? 0u : nc), it.time + ch->bq[p],
-                      during > it.peak ? during : it.peak, op);
+                relax(cur, ST_MAKE(nx, nt, ph + 1, p == 1 ? 0u : nc, now),
+                      it.time + ch->bq[p] + ch->eq[p][OPT_OF(ow, p)], during > it.peak ? during : it.peak, op);
             }
         }
     }
@@ -591,7 +704,12 @@ static void search(const chain *ch, uint64_t budget, int mode, search_result *re
 /* ==========================================================================================
    3. Checks against the library. */
 static int n_chains, n_checks, n_infeasible_checks, n_policy_plans, n_policy_infeasible;
-static int n_sim_compares, n_fuzz, n_fuzz_invalid;
+static int n_sim_compares, n_fuzz, n_fuzz_invalid, n_fuzz_bad_option;
+/* tape options: chains checked, optimal checks on them (feasible ones), how many of those the
+   library's plan and the reference optimum keep some tape in an option other than 0, and the
+   enumeration's option chains and budgets */
+static int n_opt_chains, n_opt_checks, n_opt_feasible, n_opt_lib_nonzero, n_opt_ref_nonzero;
+static int n_opt_enum_chains, n_opt_enum_cases;
 
 /* ckpt_schedule_simulate must agree with sim() (validity; time and peak when valid). When
    `fatal_if_degenerate` is 0, a validity disagreement on a degenerate schedule is only a note. */
@@ -656,7 +774,22 @@ static void store_all_ops(int n, ckpt_op *ops, int *n_ops) {
     *n_ops = k;
 }
 
-/* Checks one library plan of any policy: replays in sim(), reported figures, ckpt_schedule_simulate. */
+/* How many F with tape keep their tape in an option other than 0; *scratch_ok: every F without
+   tape names its stage's scratch option (as plans write). */
+static int nonzero_options(const chain *ch, const ckpt_op *ops, int n_ops, int *scratch_ok) {
+    int j, nz = 0;
+    if (scratch_ok) *scratch_ok = 1;
+    for (j = 0; j < n_ops; j++) {
+        if (ops[j].kind != CKPT_OP_F) continue;
+        if (ops[j].tape) nz += ops[j].option != 0;
+        else if (scratch_ok && ops[j].option != scratch_option(&ch->c[ops[j].stage - 1])) *scratch_ok = 0;
+    }
+    return nz;
+}
+
+/* Checks one library plan of any policy: replays in sim(), reported figures, ckpt_schedule_simulate,
+   the scratch option written on every F without tape, and (every policy but optimal) every tape
+   kept in option 0. */
 static int check_plan_replay(const chain *ch, const char *pname, int kk, uint64_t budget, const ckpt_plan *plan,
                              const ckpt_plan_info *info, sim_result *sr) {
     int n_ops = -1, ok = 1, n_f = 0, j;
@@ -669,6 +802,15 @@ static int check_plan_replay(const chain *ch, const char *pname, int kk, uint64_
     }
     sim(ch->c, ch->n, ops, n_ops, sr);
     for (j = 0; j < n_ops; j++) n_f += ops[j].kind == CKPT_OP_F;
+    {
+        int scratch_ok, nz = nonzero_options(ch, ops, n_ops, &scratch_ok);
+        if ((!scratch_ok || (nz && info->policy != CKPT_POLICY_OPTIMAL)) && fail_begin(ch, pname, kk, budget)) {
+            fprintf(stderr, "  %s\n", !scratch_ok ? "an F without tape does not name its stage's scratch option"
+                                                  : "a policy other than optimal keeps a tape in an option other than 0");
+            fprintf(stderr, "  ops:");
+            print_ops(stderr, ops, n_ops);
+        }
+    }
     if (!sr->ok || sr->peak > budget || !time_eq(sr->time, info->time) || sr->peak != info->peak ||
         info->n_ops != n_ops || info->n_recomputed != n_f - ch->n || info->budget != budget || !gi ||
         gi->peak != info->peak || !time_eq(gi->time, info->time)) {
@@ -754,6 +896,18 @@ static void check_optimal(const chain *ch, uint64_t budget, const chain_facts *f
     r = ckpt_plan_create(ch->c, ch->n, &d, &plan, &info);
     n_checks++;
     *opt_time = mine.feasible ? chain_time(ch, mine.time) : -1.0;
+    if (ch->has_options) {
+        n_opt_checks++;
+        if (mine.feasible) {
+            n_opt_feasible++;
+            if (nonzero_options(ch, mine.ops, mine.n_ops, NULL)) n_opt_ref_nonzero++;
+            if (r == CKPT_OK && plan) {
+                int no;
+                const ckpt_op *ops = ckpt_plan_ops(plan, &no);
+                if (ops && nonzero_options(ch, ops, no, NULL)) n_opt_lib_nonzero++;
+            }
+        }
+    }
 
     /* the search's own schedule must replay in sim() (checks the two references against each other) */
     if (mine.feasible) {
@@ -910,9 +1064,13 @@ static void check_policy(const chain *ch, uint64_t budget, const chain_facts *fa
         if (opt_time < 0.0) bad = 1;    /* a plan where the search proved none exists */
         else if (info.time < opt_time && !time_eq(info.time, opt_time)) bad = 1;
         if (budget < info.min_budget || info.min_budget < facts->min_budget) bad = 1;
+        /* store-all's min_budget is its peak, or its arena when the layout needs more (COST
+           MODEL), as in the infeasible case above */
         if (pol == CKPT_POLICY_STORE_ALL &&
             (info.peak != facts->store_all_peak || !time_eq(info.time, facts->store_all_time) ||
-             info.min_budget != facts->store_all_peak || info.n_recomputed != 0))
+             (info.min_budget != facts->store_all_peak &&
+              (info.min_budget < facts->store_all_peak || !plans_at(ch, pol, info.min_budget))) ||
+             info.n_recomputed != 0))
             bad = 1;
         if (pol == CKPT_POLICY_EVERY_K && k > 0 && info.k != k) bad = 1;
         if (bad && fail_begin(ch, pname, kk, budget)) {
@@ -991,6 +1149,11 @@ static void random_walk(const chain *ch, ckpt_op *ops, int *n_ops) {
         if (nc == 0) break;     /* dead end (e.g. a no-checkpoint stage 1 already used) */
         /* prefer progress: the highest stage with some probability */
         pick = rnd_chance(40) ? nc - 1 : rnd_int(0, nc - 1);
+        /* its tape option (from the aux stream, so the walk itself is drawn as without options):
+           with tape one of the stage's, without tape mostly the scratch option, sometimes any
+           number (ignored) */
+        if (cand[pick].tape) cand[pick].option = aux_int(0, NOPT(ch, cand[pick].stage));
+        else cand[pick].option = aux_chance(70) ? scratch_option(&ch->c[cand[pick].stage - 1]) : aux_int(-1, 5);
         ops[len++] = cand[pick];
         x = cx[pick];
         t = ctp[pick];
@@ -1033,8 +1196,20 @@ static void fuzz_simulate(const chain *ch, int rounds) {
             for (j = m; j > pos; j--) mut[j] = mut[j - 1];
             mut[pos].kind = CKPT_OP_F;
             mut[pos].stage = rnd_int(1, ch->n);
-            mut[pos].tape = rnd_int(0, 1); mut[pos].option = 0;
+            mut[pos].tape = rnd_int(0, 1);
+            mut[pos].option = aux_int(0, NOPT(ch, mut[pos].stage));
             m++;
+        }
+        /* and, often, a random tape option on one F (some out of range: invalid with a tape) */
+        if (m > 0 && aux_chance(40)) {
+            int q = aux_int(0, m - 1);
+            if (mut[q].kind == CKPT_OP_F) {
+                int w = aux_int(0, 9);
+                mut[q].option = w < 7 ? aux_int(-1, NOPT(ch, mut[q].stage) + 1)
+                                      : w == 7 ? CKPT_MAX_TAPE_OPTIONS : w == 8 ? -1000 : 1 << 30;
+                if (mut[q].tape && (mut[q].option < 0 || mut[q].option > NOPT(ch, mut[q].stage)))
+                    n_fuzz_bad_option++;
+            }
         }
         sim(ch->c, ch->n, mut, m, &sr);
         n_fuzz++;
@@ -1057,6 +1232,40 @@ static void chain_finish(chain *ch) {
         ch->c[i - 1].f = (double)ch->fq[i] * ch->quantum;
         ch->c[i - 1].b = (double)ch->bq[i] * ch->quantum;
     }
+}
+
+/* Gives tape options (aux stream) to a finished chain (sizes in bytes): each stage with probability `percent`,
+   at most max_stages of them (at least one), 1..max_per_stage options each. Tapes are mostly
+   smaller than option 0's, sometimes equal (the scratch option's tie-break) or larger; extras
+   are 0..10 quanta, 0 about a fifth of the time (then a smaller tape beats option 0 outright). */
+static void add_options(chain *ch, int percent, int max_stages, int max_per_stage) {
+    int i, o, given = 0;
+    for (i = 1; i <= ch->n; i++) {
+        ckpt_cost *c = &ch->c[i - 1];
+        uint64_t t0 = c->t / ch->unit;
+        if (given >= max_stages || !aux_chance(percent)) continue;
+        c->n_options = aux_int(1, max_per_stage);
+        for (o = 1; o <= c->n_options; o++) {
+            int w = aux_int(0, 99);
+            uint64_t tu = w < 60 ? (t0 > 0 ? (uint64_t)aux_int(0, (int)t0 - 1) : 0u)
+                          : w < 75 ? t0 : t0 + (uint64_t)aux_int(1, 4);
+            c->option_t[o - 1] = tu * ch->unit;
+            ch->eq[i][o] = aux_chance(20) ? 0 : aux_int(1, 10);
+            c->option_extra[o - 1] = (double)ch->eq[i][o] * ch->quantum;
+        }
+        given++;
+    }
+    if (!given) {   /* at least one stage: a smaller tape for a little more backward time */
+        ckpt_cost *c;
+        i = aux_int(1, ch->n);
+        c = &ch->c[i - 1];
+        c->n_options = 1;
+        c->option_t[0] = c->t / 2 / ch->unit * ch->unit;
+        ch->eq[i][1] = aux_int(1, 4);
+        c->option_extra[0] = (double)ch->eq[i][1] * ch->quantum;
+    }
+    ch->has_options = 1;
+    snprintf(ch->name + strlen(ch->name), sizeof ch->name - strlen(ch->name), " + options");
 }
 
 static void random_chain(chain *ch, int n, int idx) {
@@ -1149,6 +1358,7 @@ static void check_chain(const chain *ch, int n_random_budgets, int frontier_step
     double opt_time;
 
     n_chains++;
+    n_opt_chains += ch->has_options;
     facts_of(ch, &facts);
     lo = facts.min_budget;
     hi = facts.store_all_peak;
@@ -1298,6 +1508,182 @@ static void check_no_checkpoint_examples(void) {
 }
 
 
+/* The four-stage example with a second tape option on every stage: 5 units of tape for one more
+   unit of backward time. Figures worked by hand, checked with the references and the library;
+   then the same chain with every f and b 0 (the model takes 1 and 2, the extras stay). */
+static void option_example(chain *ch, int zero_times, const char *name) {
+    int i;
+    uniform_chain(ch, 4, 1, 2, 10, 20, name);
+    for (i = 1; i <= 4; i++) {
+        ch->c[i - 1].n_options = 1;
+        ch->c[i - 1].option_t[0] = 5 * CKPT_ALIGN;
+        ch->eq[i][1] = 1;
+        ch->c[i - 1].option_extra[0] = 1.0;
+        if (zero_times) ch->c[i - 1].f = ch->c[i - 1].b = 0.0;
+    }
+    ch->has_options = 1;
+    ch->zero_times = zero_times;
+}
+
+static void check_option_examples(void) {
+    chain ch;
+    static search_result sr;
+    sim_result s;
+    int j, z;
+    /* store-all in option 1: peak during F4 (X1..X3 30, T1..T3 15, a4 + t4 15) and B4 (X1..X3,
+       T1..T4 20, G3 10) = 60 units; time 4 + 4 x (2 + 1) = 16 */
+    static const ckpt_op sa1[] = {{CKPT_OP_F, 1, 1, 1}, {CKPT_OP_F, 2, 1, 1}, {CKPT_OP_F, 3, 1, 1},
+                                  {CKPT_OP_F, 4, 1, 1}, {CKPT_OP_B, 4, 0, 0}, {CKPT_OP_B, 3, 0, 0},
+                                  {CKPT_OP_B, 2, 0, 0}, {CKPT_OP_B, 1, 0, 0}};
+    /* the hand-made schedule of check_design_example (time 13, peak 100 in option 0) with F4 in
+       option 1 and F1's ignored option set to 3: peak 85 (during F4: X1 X2 X3 T2 T3 70 + 15;
+       during B4: 70 + T4 5 + G3 10); F1 without tape has the scratch option's 5 as transient;
+       time 13 + 1 = 14 */
+    static const ckpt_op mixed[] = {{CKPT_OP_F, 1, 0, 3}, {CKPT_OP_F, 2, 1, 0}, {CKPT_OP_F, 3, 1, 0},
+                                    {CKPT_OP_F, 4, 1, 1}, {CKPT_OP_B, 4, 0, 0}, {CKPT_OP_B, 3, 0, 0},
+                                    {CKPT_OP_B, 2, 0, 0}, {CKPT_OP_F, 1, 1, 0}, {CKPT_OP_B, 1, 0, 0}};
+    /* invalid: option 2 (the stages have options 0 and 1), option -1 */
+    static const ckpt_op bad1[] = {{CKPT_OP_F, 1, 1, 0}, {CKPT_OP_F, 2, 1, 2}, {CKPT_OP_F, 3, 1, 0},
+                                   {CKPT_OP_F, 4, 1, 0}, {CKPT_OP_B, 4, 0, 0}, {CKPT_OP_B, 3, 0, 0},
+                                   {CKPT_OP_B, 2, 0, 0}, {CKPT_OP_B, 1, 0, 0}};
+    static const ckpt_op bad2[] = {{CKPT_OP_F, 1, 1, 0}, {CKPT_OP_F, 2, 1, 0}, {CKPT_OP_F, 3, 1, 0},
+                                   {CKPT_OP_F, 4, 1, -1}, {CKPT_OP_B, 4, 0, 0}, {CKPT_OP_B, 3, 0, 0},
+                                   {CKPT_OP_B, 2, 0, 0}, {CKPT_OP_B, 1, 0, 0}};
+    for (z = 0; z <= 1; z++) {
+        option_example(&ch, z, z ? "four-stage example, option 1, times all 0" : "four-stage example, option 1");
+        sim(ch.c, 4, sa1, 8, &s);
+        if (!s.ok || s.time != 16.0 || s.peak != 60 * CKPT_ALIGN) {
+            fprintf(stderr, "FAIL: reference sim of %s's store-all in option 1: %s time %g peak %llu (want 16, 60)\n",
+                    ch.name, s.ok ? "valid" : s.msg, s.time, (unsigned long long)s.peak);
+            n_failures++;
+        }
+        compare_library_sim(&ch, sa1, 8, &s, "simulate(store-all in option 1)", 1);
+        sim(ch.c, 4, mixed, 9, &s);
+        if (!s.ok || s.time != 14.0 || s.peak != 85 * CKPT_ALIGN) {
+            fprintf(stderr, "FAIL: reference sim of a hand-made schedule with options on %s: %s time %g peak %llu "
+                            "(want 14, 85)\n", ch.name, s.ok ? "valid" : s.msg, s.time, (unsigned long long)s.peak);
+            n_failures++;
+        }
+        compare_library_sim(&ch, mixed, 9, &s, "simulate(hand-made, options)", 1);
+        for (j = 0; j < 2; j++) {
+            sim(ch.c, 4, j ? bad2 : bad1, 8, &s);
+            if (s.ok) {
+                fprintf(stderr, "FAIL: reference sim accepts an F with tape option %d\n", j ? -1 : 2);
+                n_failures++;
+            }
+            compare_library_sim(&ch, j ? bad2 : bad1, 8, &s, "simulate(tape option out of range)", 1);
+        }
+        /* the search: at budget 60 option 0 alone takes 15 (check_design_example) and store-all in
+           option 1 16; the smallest budget drops below option 0's 41..50 (F1 F2 F3 F4*:1 ... keeps
+           no X and small tapes) */
+        search(&ch, 60 * CKPT_ALIGN, 0, &sr);
+        if (!sr.feasible || sr.time > 15) {
+            fprintf(stderr, "FAIL: reference search on %s at budget 60: %s time %lld (want <= 15)\n", ch.name,
+                    sr.feasible ? "feasible" : "infeasible", sr.time);
+            n_failures++;
+        }
+        search(&ch, UINT64_MAX, 1, &sr);
+        if (!sr.feasible || sr.peak > 40 * CKPT_ALIGN) {
+            fprintf(stderr, "FAIL: reference min budget of %s is %llu (want <= 40)\n", ch.name,
+                    (unsigned long long)sr.peak);
+            n_failures++;
+        }
+        check_chain(&ch, 4, 8, 1, 0);
+    }
+}
+
+/* Sizes that are not multiples of CKPT_ALIGN: the model rounds each up, option tapes too. A chain
+   whose sizes are shaved by less than CKPT_ALIGN from a chain of whole units must plan exactly as
+   that chain (which check_chain checks against the references), with every policy; its plans must
+   replay in sim() (which rounds) and in ckpt_schedule_simulate; and its scratch option is the
+   smallest tape after rounding: where an option's tape rounds to option 0's, option 0, even with
+   fewer raw bytes (one stage is made so). */
+static int n_unaligned_plans;
+static void check_unaligned(int count) {
+    static const ckpt_policy pols[] = {CKPT_POLICY_OPTIMAL, CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K,
+                                       CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY};
+    static search_result sr;
+    int k;
+    for (k = 0; k < count; k++) {
+        chain ch, raw;
+        int n = 2 + k % 4, i, o, j, q, tie = 0, nb = 0, n_sa;
+        uint64_t budgets[4], hi;
+        ckpt_op sa[2 * MAXN];
+        sim_result s;
+        random_chain(&ch, n, 1200 + k);
+        add_options(&ch, 70, n, 3);
+        for (i = 1; i <= n && !tie; i++)
+            if (ch.c[i - 1].n_options > 0 && ch.c[i - 1].t > 0) {
+                ch.c[i - 1].option_t[0] = ch.c[i - 1].t;
+                tie = i;
+            }
+        raw = ch;
+        snprintf(raw.name, sizeof raw.name, "%.48s, shaved", ch.name);
+        for (i = 0; i < n; i++) {
+            ckpt_cost *c = &raw.c[i];
+            uint64_t *sz[4];
+            sz[0] = &c->a; sz[1] = &c->t; sz[2] = &c->wf; sz[3] = &c->wb;
+            for (j = 0; j < 4; j++)
+                if (*sz[j]) *sz[j] -= (uint64_t)aux_int(0, CKPT_ALIGN - 1);
+            for (o = 0; o < c->n_options; o++)
+                if (c->option_t[o]) c->option_t[o] -= (uint64_t)aux_int(0, CKPT_ALIGN - 1);
+        }
+        if (tie) {
+            raw.c[tie - 1].t = ch.c[tie - 1].t - 1;
+            raw.c[tie - 1].option_t[0] = ch.c[tie - 1].t - (CKPT_ALIGN - 1);
+        }
+        check_chain(&ch, 2, 0, 1, 0);
+        search(&ch, UINT64_MAX, 1, &sr);
+        store_all_ops(n, sa, &n_sa);
+        sim(ch.c, n, sa, n_sa, &s);
+        hi = s.peak;
+        if (sr.peak > 1) budgets[nb++] = sr.peak - 1;
+        if (sr.peak > 0) budgets[nb++] = sr.peak;
+        budgets[nb++] = sr.peak + (hi - sr.peak) / 2 + 1;
+        budgets[nb++] = hi;
+        for (j = 0; j < nb; j++)
+            for (q = 0; q < (int)(sizeof pols / sizeof pols[0]); q++) {
+                ckpt_plan_desc d;
+                ckpt_plan *p1 = NULL, *p2 = NULL;
+                ckpt_plan_info i1, i2;
+                ckpt_result r1, r2;
+                const ckpt_op *o1 = NULL, *o2 = NULL;
+                int n1 = 0, n2 = 0, same;
+                memset(&d, 0, sizeof d);
+                d.policy = pols[q];
+                d.budget = budgets[j];
+                memset(&i1, 0, sizeof i1);
+                memset(&i2, 0, sizeof i2);
+                r1 = ckpt_plan_create(ch.c, n, &d, &p1, &i1);
+                r2 = ckpt_plan_create(raw.c, n, &d, &p2, &i2);
+                n_unaligned_plans++;
+                if (p1) o1 = ckpt_plan_ops(p1, &n1);
+                if (p2) o2 = ckpt_plan_ops(p2, &n2);
+                same = r1 == r2 && i1.min_budget == i2.min_budget && n1 == n2 && (!o1) == (!o2);
+                if (same && r1 == CKPT_OK)
+                    same = i1.time == i2.time && i1.peak == i2.peak && i1.arena == i2.arena &&
+                           i1.fit_budget == i2.fit_budget && o1 && o2 &&
+                           memcmp(o1, o2, sizeof(ckpt_op) * (size_t)n1) == 0;
+                if (!same && fail_begin(&raw, "unaligned sizes", -1, budgets[j])) {
+                    fprintf(stderr, "  policy %s plans the shaved chain (above) unlike the chain it rounds to:\n",
+                            ckpt_policy_name(pols[q]));
+                    print_chain(stderr, &ch);
+                    fprintf(stderr, "  rounded: %s time %.17g peak %llu min_budget %llu ops:", ckpt_result_string(r1),
+                            i1.time, (unsigned long long)i1.peak, (unsigned long long)i1.min_budget);
+                    if (o1) print_ops(stderr, o1, n1);
+                    else fprintf(stderr, " none\n");
+                    fprintf(stderr, "  shaved:  %s time %.17g peak %llu min_budget %llu ops:", ckpt_result_string(r2),
+                            i2.time, (unsigned long long)i2.peak, (unsigned long long)i2.min_budget);
+                    if (o2) print_ops(stderr, o2, n2);
+                    else fprintf(stderr, " none\n");
+                }
+                if (r2 == CKPT_OK && p2) check_plan_replay(&raw, ckpt_policy_name(pols[q]), -1, budgets[j], p2, &i2, &s);
+                ckpt_plan_destroy(p1);
+                ckpt_plan_destroy(p2);
+            }
+    }
+}
+
 /* ------------------------------------------------------------------------------------------
    Self-check of the two references against each other: on tiny chains, enumerate every op
    sequence up to a length (checking each with sim() alone) and compare the best one under each
@@ -1310,7 +1696,7 @@ static double enum_best_t[16];
 static uint64_t enum_best_p[16];
 
 static void enum_dfs(int len, int limit, int fn_done, int next_b) {
-    int i, tape, j;
+    int i, v, j;
     if (next_b == 0) {
         sim_result r;
         sim(enum_chain->c, enum_chain->n, enum_seq, len, &r);
@@ -1334,27 +1720,39 @@ static void enum_dfs(int len, int limit, int fn_done, int next_b) {
         enum_dfs(len + 1, limit, 1, next_b - 1);
     }
     for (i = 1; i <= enum_chain->n; i++)
-        for (tape = 0; tape <= 1; tape++) {
+        for (v = 0; v <= NOPT(enum_chain, i) + 1; v++) {     /* v = 0: no tape; v = 1 + o: option o */
+            int tape = v > 0;
             if (i == enum_chain->n && (fn_done || !tape)) continue;
             if (fn_done && i > next_b) continue;
             enum_seq[len].kind = CKPT_OP_F;
             enum_seq[len].stage = i;
-            enum_seq[len].tape = tape; enum_seq[len].option = 0;
+            enum_seq[len].tape = tape;
+            enum_seq[len].option = tape ? v - 1 : 0;   /* without tape: ignored */
             enum_dfs(len + 1, limit, fn_done || i == enum_chain->n, next_b);
         }
 }
 
-static void check_references_by_enumeration(int n_chains_to_check) {
+/* n_chains_to_check chains without options, then n_option_chains with (drawn from the option
+   stream, so the first ones are those drawn before options existed). */
+static void check_references_by_enumeration(int n_chains_to_check, int n_option_chains) {
     static search_result sr;
     chain ch;
     int c, j;
-    for (c = 0; c < n_chains_to_check; c++) {
+    for (c = 0; c < n_chains_to_check + n_option_chains; c++) {
+        int with_options = c >= n_chains_to_check;
         int n = 1 + c % 3, limit = n == 1 ? 4 : n == 2 ? 8 : 9;
         chain_facts f;
         uint64_t b, step;
+        if (with_options) swap_streams();
         random_chain(&ch, n, 2000 + c);
         if (c % 4 == 3) ch.c[rnd_int(0, n - 1)].flags = CKPT_STAGE_NO_CHECKPOINT;
         if (n == 3) ch.c[0].wf = ch.c[1].wb = ch.unit;   /* unit: already x CKPT_ALIGN */   /* a little variety where it is costly */
+        if (with_options) {
+            swap_streams();
+            /* on three stages, one option on two stages at most (the enumeration grows fast) */
+            add_options(&ch, 60, n == 3 ? 2 : n, n == 3 ? 1 : 3);
+            n_opt_enum_chains++;
+        }
         facts_of(&ch, &f);
         enum_chain = &ch;
         enum_nb = 0;
@@ -1366,6 +1764,7 @@ static void check_references_by_enumeration(int n_chains_to_check) {
         for (j = 0; j < enum_nb; j++) {
             double st;
             int ok;
+            n_opt_enum_cases += with_options;
             search(&ch, enum_budget[j], 0, &sr);
             st = sr.feasible ? chain_time(&ch, sr.time) : -1.0;
             if (enum_best_t[j] < 0) ok = !sr.feasible || sr.n_ops > limit;
@@ -1438,19 +1837,33 @@ int main(void) {
     if (env && atoi(env) > 1) scale = atoi(env);
 
     if (check_design_example()) n_failures++;
-    check_references_by_enumeration(12);
+    check_references_by_enumeration(12, 9);
     uniform_chain(&ch, 4, 1, 2, 10, 20, "four-stage example");
     check_chain(&ch, 4, 8, 1, 0);
     check_no_checkpoint_examples();
+    swap_streams();     /* the option examples' budgets from the option stream */
+    check_option_examples();
+    check_unaligned(TEST_REDUCED ? 4 : 8);
+    swap_streams();
     check_regressions();
 
-    /* the main sweep: 1..7 stages, every policy */
+    /* the main sweep: 1..7 stages, every policy; every third chain again with tape options (every
+       sixth of 7 stages; half as many in reduced builds), its budgets and walks from the option
+       stream */
     for (i = 0; i < 320 * scale; i++) {
         int n = i < 14 ? 1 + i % 7 : rnd_int(1, 7);
         random_chain(&ch, n, i);
         if (n <= 5) check_chain(&ch, 4, i % 3 == 0 ? 6 : 0, 1, 0);
         else check_chain(&ch, 1, i % 4 == 0 ? 2 : 0, 1, 1);
         fuzz_simulate(&ch, 4);
+        if (TEST_REDUCED ? i % 6 == 1 && (n < 7 || i % 12 == 1) : i % 3 == 1 && (n < 7 || i % 6 == 1)) {
+            add_options(&ch, n <= 5 ? 60 : 40, n <= 5 ? n : 2, n <= 5 ? 3 : 2);
+            swap_streams();
+            if (n <= 5) check_chain(&ch, 4, i % 2 ? 6 : 0, 1, 0);
+            else check_chain(&ch, 1, i % 4 == 0 ? 2 : 0, 1, 1);
+            fuzz_simulate(&ch, 4);
+            swap_streams();
+        }
     }
     t_small = now_s();
 
@@ -1462,14 +1875,35 @@ int main(void) {
     }
     uniform_chain(&ch, 10, 1, 2, 10, 20, "uniform 10");
     check_chain(&ch, 0, 0, 0, 1);
+    /* and 8 stages with tape options (on two stages, from the option stream) */
+    swap_streams();
+    for (i = 0; i < scale; i++) {
+        random_chain(&ch, 8, 1100 + i);
+        add_options(&ch, 30, 2, 2);
+        check_chain(&ch, 1, 0, 0, 1);
+    }
+    swap_streams();
     t_big = now_s();
 
+    /* the tape options must have been exercised: optimal plans that keep some tape in an option
+       other than 0 (else this file would not be testing them) */
+    if (n_opt_lib_nonzero == 0 || n_opt_ref_nonzero == 0) {
+        fprintf(stderr, "FAIL: no optimal plan (library %d, reference %d) of the %d feasible option cases keeps a tape "
+                        "in an option other than 0\n", n_opt_lib_nonzero, n_opt_ref_nonzero, n_opt_feasible);
+        n_failures++;
+    }
+
     printf("test_planner_bruteforce: %d chains, %d optimal plans checked (%d infeasible), %d other-policy plans "
-           "(%d infeasible), %d simulate comparisons (%d fuzzed schedules, %d invalid), %lld search states; "
+           "(%d infeasible), %d simulate comparisons (%d fuzzed schedules, %d invalid, %d with a bad tape option), "
+           "%lld search states; tape options: %d chains, %d optimal checks (%d feasible; optimal plans with a "
+           "non-zero option: library %d, reference %d), enumeration %d chains / %d budgets, %d plans of "
+           "unaligned sizes; "
            "%d failures, notes: %d float tie-breaks, %d degenerate-schedule verdicts, %d optimal checks where the arena "
            "set the budget; %.2f s CPU (checks and 1..7 stages %.2f s, 8..10 stages %.2f s)\n",
            n_chains, n_checks, n_infeasible_checks, n_policy_plans, n_policy_infeasible, n_sim_compares, n_fuzz,
-           n_fuzz_invalid, search_expanded_total, n_failures, n_tie_notes, n_sim_notes, n_layout_limited, t_big - t0, t_small - t0, t_big - t_small);
+           n_fuzz_invalid, n_fuzz_bad_option, search_expanded_total, n_opt_chains, n_opt_checks, n_opt_feasible,
+           n_opt_lib_nonzero, n_opt_ref_nonzero, n_opt_enum_chains, n_opt_enum_cases, n_unaligned_plans, n_failures, n_tie_notes,
+           n_sim_notes, n_layout_limited, t_big - t0, t_small - t0, t_big - t_small);
     free(nodes);
     free(htab);
     free(heap);
