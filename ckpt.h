@@ -4255,11 +4255,11 @@ CKPT_API ckpt_result ckpt_chain_set_times(ckpt_chain *ch, const ckpt_stage_time 
     if (!c) return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_set_times: out of host memory");
     memcpy(c, ch->costs, (size_t)ch->n * sizeof *c);
     for (i = 0; i < ch->n; i++) {
-        int o = times[i].bwd_option;
-        if (o < 0 || o > c[i].n_options) {
+        int o = times[i].bwd_option, n_opt = c[i].n_options;
+        if (o < 0 || o > n_opt) {
             _ckpt_free(&ch->al, c);
             return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_set_times: stage %d (%s): bwd_option %d; the "
-                             "stage has tape options 0..%d", i, _ckpt_stage_name(ch, i), o, c[i].n_options);
+                             "stage has tape options 0..%d", i, _ckpt_stage_name(ch, i), o, n_opt);
         }
         /* the base backward: the measured one less what its option's tape left out */
         c[i].f = times[i].fwd_time;
