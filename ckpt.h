@@ -2276,6 +2276,76 @@ typedef struct _ckpt_opt {
 #define _CKPT_FIDS (_CKPT_FAMILIES * CKPT_MAX_TAPE_OPTIONS * CKPT_MAX_TAPE_OPTIONS)
 static int _ckpt_fk(int fid) { return fid % _CKPT_FAMILIES & 1; }
 
+#define _CKPT_IDXN(n, s, t) ((size_t)(s) * (size_t)((n) + 1) + (size_t)(t))
+
+/* >>repeats: sub-chains that repeat. Stages with equal costs share an id; sub-problem (s,t) gets
+   a row from the ids of stages s-1..t and whether t = n (s = 1 has no stage s-1). Sub-problems
+   of one row have the same options, sizes and frontiers: the program computes each row once, at
+   its smallest s, and the others read it. A chain of L copies of a block of p stages has about
+   (p + 2) * n rows instead of n * (n + 1) / 2. */
+typedef struct _ckpt_rep {
+    int32_t *row;       /* per _CKPT_IDXN(n, s, t) */
+    int32_t *first;     /* per row: its smallest s */
+    int n_rows;
+    double work;        /* the sum over rows of t - s: the splits the program tries */
+} _ckpt_rep;
+
+static int _ckpt_cost_eq(const ckpt_cost *x, const ckpt_cost *y) {
+    int o;
+    if (x->f != y->f || x->b != y->b || x->a != y->a || x->t != y->t || x->wf != y->wf || x->wb != y->wb ||
+        x->flags != y->flags || x->n_options != y->n_options)
+        return 0;
+    for (o = 0; o < x->n_options; o++)
+        if (x->option_t[o] != y->option_t[o] || x->option_extra[o] != y->option_extra[o]) return 0;
+    return 1;
+}
+
+static void _ckpt_rep_free(const ckpt_allocator *al, _ckpt_rep *r) {
+    _ckpt_free(al, r->row); _ckpt_free(al, r->first);
+    memset(r, 0, sizeof *r);
+}
+
+/* Rows from a trie of stage ids (the path s-1, s, ..., t, then "t = n"), in a hash table. */
+static ckpt_result _ckpt_rep_make(const ckpt_allocator *al, const ckpt_cost *c, int n, _ckpt_rep *r) {
+    size_t nn = (size_t)(n + 2) * (size_t)(n + 1), cap = 64, mask, h;
+    size_t nodes = (size_t)n * (size_t)(n + 1) / 2 + (size_t)n + 1;
+    int *id = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int)), s, t, k;
+    uint64_t *keys;
+    int32_t *val, *rowof, n_nodes = 0;
+    ckpt_result res = CKPT_OK;
+    memset(r, 0, sizeof *r);
+    while (cap < 2 * nodes) cap *= 2;
+    mask = cap - 1;
+    keys = (uint64_t *)_ckpt_calloc(al, cap, sizeof(uint64_t));
+    val = (int32_t *)_ckpt_malloc(al, cap * sizeof(int32_t));
+    rowof = (int32_t *)_ckpt_malloc(al, nodes * sizeof(int32_t));
+    r->row = (int32_t *)_ckpt_calloc(al, nn, sizeof(int32_t));
+    r->first = (int32_t *)_ckpt_malloc(al, nodes * sizeof(int32_t));
+    if (!id || !keys || !val || !rowof || !r->row || !r->first) { res = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
+    for (s = 1; s <= n; s++) {      /* a stage's id: the first stage with equal costs (0: before stage 1) */
+        for (k = 1; k < s && !(id[k] == k && _ckpt_cost_eq(&c[k - 1], &c[s - 1])); k++) {}
+        id[s] = k;
+    }
+    for (s = 1; s <= n; s++) {
+        int32_t node = -1;
+        for (t = s - 1; t <= n; t++) {
+            /* edge from node by (stage id, last): stage s-1 first (id 0 for none), then s..t */
+            uint64_t key = ((uint64_t)(node + 1) * (uint64_t)(n + 1) + (uint64_t)(t < s ? (s > 1 ? id[s - 1] : 0) : id[t])) * 2 +
+                           (uint64_t)(t == n) + 1;
+            for (h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & mask; keys[h] && keys[h] != key; h = (h + 1) & mask) {}
+            if (!keys[h]) { keys[h] = key; val[h] = n_nodes; rowof[n_nodes++] = -1; }
+            node = val[h];
+            if (t < s) continue;
+            if (rowof[node] < 0) { rowof[node] = r->n_rows; r->first[r->n_rows++] = s; r->work += (double)(t - s); }
+            r->row[_CKPT_IDXN(n, s, t)] = rowof[node];
+        }
+    }
+done:
+    _ckpt_free(al, id); _ckpt_free(al, keys); _ckpt_free(al, val); _ckpt_free(al, rowof);
+    if (res != CKPT_OK) _ckpt_rep_free(al, r);
+    return res;
+}
+
 typedef struct _ckpt_dp {
     const ckpt_cost *c;
     const ckpt_allocator *al;
@@ -2283,7 +2353,7 @@ typedef struct _ckpt_dp {
     uint64_t budget, unit;
     uint64_t *A, *TS, *WF, *WB;     /* rounded sizes, 1-based; A[0] = 0; TS: the scratch tape */
     uint64_t *TO;                   /* TO[s * CKPT_MAX_TAPE_OPTIONS + o]: option o's tape, rounded */
-    double *pf;                     /* pf[i] = f_1 + ... + f_i */
+    _ckpt_rep rep;                  /* >>repeats */
     uint64_t *sweep;                /* sweep[s*(n+1)+j]: peak of F(s..j,0) without G[t] */
     uint64_t *minp[_CKPT_FIDS];     /* min peak per (s,t) of each family; UINT64_MAX: none */
     int64_t *fs[_CKPT_FIDS];        /* frontier start in pool, per (s,t) */
@@ -2314,7 +2384,7 @@ static int _ckpt_dp_families(int level, int M, int *list) {
     return n;
 }
 
-#define _CKPT_IDX(dp, s, t) ((size_t)(s) * (size_t)((dp)->n + 1) + (size_t)(t))
+#define _CKPT_IDX(dp, s, t) _CKPT_IDXN((dp)->n, s, t)
 
 static uint64_t _ckpt_dp_x(const _ckpt_dp *d, int s) { return s >= 2 ? d->A[s - 1] : 0; }
 static uint64_t _ckpt_dp_g(const _ckpt_dp *d, int t) { return t < d->n ? d->A[t] : 0; }
@@ -2409,6 +2479,7 @@ static int _ckpt_dp_options(const _ckpt_dp *d, int s, int t, int f) {
     int oke = f / (_CKPT_FAMILIES * CKPT_MAX_TAPE_OPTIONS);
     int k = b & 1, w = b >= 2 ? (b - 2) >> 2 : -1, ke = b >= 2 ? ((b - 2) >> 1) & 1 : 0, r = s + w, no = 0;
     int j, w2, k2, o, o2;
+    double fsum = 0.0;  /* f_s + ... + f_j, summed in this order so that equal rows get equal sums (>>repeats) */
     uint64_t x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t), e;
     _ckpt_opt *op = d->opts, *p;
 #define _CKPT_OPT(K, J, C, FLOOR) (memset(&op[no], 0, sizeof op[no]), op[no].kind = (K), op[no].j = (J), \
@@ -2442,8 +2513,9 @@ static int _ckpt_dp_options(const _ckpt_dp *d, int s, int t, int f) {
     for (j = s; j < t; j++) {
         uint64_t sw0 = d->sweep[_CKPT_IDX(d, s, j)], sw = sw0 + g + e;
         if (sw > d->budget) break;
+        fsum += d->c[j - 1].f;
         if (w < 0 || j > r) {   /* (c) */
-            p = _CKPT_OPT('c', j, d->pf[j] - d->pf[s - 1], sw);
+            p = _CKPT_OPT('c', j, fsum, sw);
             _CKPT_SUB(1, j + 1, t, _CKPT_FID(k, ok, 0)); p->o1 = x;
             _CKPT_SUB(2, s, j, w < 0 ? 0 : _CKPT_FID(_CKPT_DROP(w, ke, 0), 0, oke));
         }
@@ -2452,7 +2524,7 @@ static int _ckpt_dp_options(const _ckpt_dp *d, int s, int t, int f) {
                 uint64_t to = _ckpt_dp_to(d, j + 1, o), f1 = x + d->A[j] + d->A[j + 1] + to + d->WF[j + 1];
                 uint64_t sw2 = (f1 > sw0 ? f1 : sw0) + g + e;
                 if (sw2 > d->budget) continue;
-                p = _CKPT_OPT('d', j, d->pf[j + 1] - d->pf[s - 1], sw2);
+                p = _CKPT_OPT('d', j, fsum + d->c[j].f, sw2);
                 p->opt = o;
                 if (j + 1 < t) { _CKPT_SUB(1, j + 2, t, _CKPT_FID(k, ok, 0)); p->o1 = x + to; }
                 _CKPT_SUB(2, s, j + 1, w < 0 ? _CKPT_FID(1, o, 0) : _CKPT_FID(_CKPT_DROP(w, ke, 1), o, oke));
@@ -2460,7 +2532,7 @@ static int _ckpt_dp_options(const _ckpt_dp *d, int s, int t, int f) {
         for (w2 = 0; d->level >= 2 && w2 <= _CKPT_DROP_WINDOW && j + 1 + w2 < t; w2++)   /* (e) */
             for (k2 = 0; k2 < 2 && j + 1 + w2 > r; k2++)
                 for (o2 = 0; o2 <= (k2 ? d->c[j + w2].n_options : 0); o2++) {
-                    p = _CKPT_OPT('e', j, d->pf[j] - d->pf[s - 1], sw);
+                    p = _CKPT_OPT('e', j, fsum, sw);
                     _CKPT_SUB(1, j + 1, t, _CKPT_FID(_CKPT_DROP(w2, k2, k), ok, o2)); p->o1 = x;
                     _CKPT_SUB(2, s, j + 1 + w2, w < 0 ? _CKPT_FID(k2, o2, 0) : _CKPT_FID(_CKPT_DROP(w, ke, k2), o2, oke));
                 }
@@ -2486,8 +2558,10 @@ static void _ckpt_dp_minpeak(_ckpt_dp *d) {
     for (len = 0; len < n; len++)
         for (s = 1; s + len <= n; s++)
             for (q = 0; q < d->nfam; q++) {
-                int f = d->fam[q], no = _ckpt_dp_options(d, s, s + len, f);
+                int f = d->fam[q], no, s0 = d->rep.first[d->rep.row[_CKPT_IDX(d, s, s + len)]];
                 uint64_t best = UINT64_MAX;
+                if (s0 < s) { d->minp[f][_CKPT_IDX(d, s, s + len)] = d->minp[f][_CKPT_IDX(d, s0, s0 + len)]; continue; }
+                no = _ckpt_dp_options(d, s, s + len, f);
                 for (i = 0; i < no; i++) {
                     uint64_t v = _ckpt_dp_opt_minp(d, &d->opts[i]);
                     if (v < best) best = v;
@@ -2538,7 +2612,12 @@ static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d) {
     for (len = 0; len < n; len++)
         for (s = 1; s + len <= n; s++)
             for (q = 0; q < d->nfam; q++) {
-                int f = d->fam[q];
+                int f = d->fam[q], s0 = d->rep.first[d->rep.row[_CKPT_IDX(d, s, s + len)]];
+                if (s0 < s) {
+                    d->fs[f][_CKPT_IDX(d, s, s + len)] = d->fs[f][_CKPT_IDX(d, s0, s0 + len)];
+                    d->fl[f][_CKPT_IDX(d, s, s + len)] = d->fl[f][_CKPT_IDX(d, s0, s0 + len)];
+                    continue;
+                }
                 if (d->minp[f][_CKPT_IDX(d, s, s + len)] <= d->budget) {
                     int no = _ckpt_dp_options(d, s, s + len, f);
                     for (i = 0; i < no; i++)
@@ -2611,10 +2690,10 @@ static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const c
     d->TO = (uint64_t *)_ckpt_calloc(al, ((size_t)n + 1) * CKPT_MAX_TAPE_OPTIONS, sizeof(uint64_t));
     d->WF = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
     d->WB = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
-    d->pf = (double *)_ckpt_calloc(al, (size_t)n + 1, sizeof(double));
     d->sweep = (uint64_t *)_ckpt_calloc(al, nn, sizeof(uint64_t));
     d->opts = (_ckpt_opt *)_ckpt_calloc(al, (4 + 4 * (size_t)M) * (size_t)n + (size_t)M + 8, sizeof(_ckpt_opt));
-    if (!d->A || !d->TS || !d->TO || !d->WF || !d->WB || !d->pf || !d->sweep || !d->opts) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+    if (!d->A || !d->TS || !d->TO || !d->WF || !d->WB || !d->sweep || !d->opts) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+    if (_ckpt_rep_make(al, c, n, &d->rep) != CKPT_OK) return CKPT_ERR_OUT_OF_HOST_MEMORY;
     for (q = 0; q < d->nfam; q++) {
         int f = d->fam[q];
         d->minp[f] = (uint64_t *)_ckpt_calloc(al, nn, sizeof(uint64_t));
@@ -2631,7 +2710,6 @@ static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const c
                 sum_round ? _CKPT_ROUND(cs->a + _ckpt_tape_of(cs, o)) - d->A[s] : _CKPT_ROUND(_ckpt_tape_of(cs, o));
         d->TS[s] = _ckpt_dp_to(d, s, _ckpt_scratch_option(cs));
         d->WF[s] = _CKPT_ROUND(cs->wf); d->WB[s] = _CKPT_ROUND(cs->wb);
-        d->pf[s] = d->pf[s - 1] + cs->f;
     }
 #undef _CKPT_ROUND
     for (s = 1; s <= n; s++) {
@@ -2649,32 +2727,24 @@ static void _ckpt_dp_free(_ckpt_dp *d) {
     const ckpt_allocator *al = d->al;
     int f;
     _ckpt_free(al, d->A); _ckpt_free(al, d->TS); _ckpt_free(al, d->TO); _ckpt_free(al, d->WF); _ckpt_free(al, d->WB);
-    _ckpt_free(al, d->pf); _ckpt_free(al, d->sweep); _ckpt_free(al, d->opts);
+    _ckpt_free(al, d->sweep); _ckpt_free(al, d->opts); _ckpt_rep_free(al, &d->rep);
     for (f = 0; f < _CKPT_FIDS; f++) { _ckpt_free(al, d->minp[f]); _ckpt_free(al, d->fs[f]); _ckpt_free(al, d->fl[f]); }
     _ckpt_free(al, d->pool);
     _ckpt_free(al, d->cand); _ckpt_free(al, d->cur); _ckpt_free(al, d->tmp);
 }
 
-/* The dense variant: best[f][s][t][m] for every m = 0..M units, as rotor does, with an inner loop
-   over m that compilers vectorise. Used when M and n are small enough for the table. */
+/* The dense variant: best[f][row][m] for every m = 0..M units, as rotor does, with an inner loop
+   over m that compilers vectorise; one row per >>repeats row. Used when M and the rows are small
+   enough for the table. */
 typedef struct _ckpt_dense {
     _ckpt_dp *d;
     int64_t M;
     size_t fam;             /* doubles per family */
-    double *tab;            /* (M+1) doubles per (f,s,t), s-major: rows (s,.) are contiguous */
-    double *tabt;           /* the same rows t-major, so rows (.,t) are contiguous: only for
-                               tables too big for the caches (NULL otherwise) */
+    double *tab;            /* (M+1) doubles per (f, row) */
 } _ckpt_dense;
 
-static size_t _ckpt_tri(int n, int s, int t) {   /* index of (s,t), 1 <= s <= t <= n */
-    return (size_t)(s - 1) * (size_t)n - (size_t)(s - 1) * (size_t)(s - 2) / 2 + (size_t)(t - s);
-}
 static double *_ckpt_row(const _ckpt_dense *D, int s, int t, int f) {
-    return D->tab + (size_t)D->d->slot[f] * D->fam + _ckpt_tri(D->d->n, s, t) * (size_t)(D->M + 1);
-}
-static double *_ckpt_rowt(const _ckpt_dense *D, int s, int t, int f) {
-    if (!D->tabt) return _ckpt_row(D, s, t, f);
-    return D->tabt + (size_t)D->d->slot[f] * D->fam + ((size_t)t * (size_t)(t - 1) / 2 + (size_t)(s - 1)) * (size_t)(D->M + 1);
+    return D->tab + (size_t)D->d->slot[f] * D->fam + (size_t)D->d->rep.row[_CKPT_IDX(D->d, s, t)] * (size_t)(D->M + 1);
 }
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -2707,7 +2777,7 @@ static double _ckpt_dense_at(const _ckpt_dense *D, const _ckpt_opt *o, int64_t m
     uint64_t u = D->d->unit;
     int64_t o1 = (int64_t)(o->o1 / u);
     if (m < (int64_t)(o->floor / u) || m < o1) return INFINITY;
-    return (o->c + (o->s1 ? _ckpt_rowt(D, o->s1, o->t1, o->f1)[m - o1] : 0.0)) +
+    return (o->c + (o->s1 ? _ckpt_row(D, o->s1, o->t1, o->f1)[m - o1] : 0.0)) +
            (o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2)[m] : 0.0);
 }
 
@@ -2724,27 +2794,27 @@ static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_op
         if (cur[mid] <= best) hi = mid; else a = mid + 1;
     }
     if (hi > lo)
-        _ckpt_min_sum(cur + lo, o->s1 ? _ckpt_rowt(D, o->s1, o->t1, o->f1) + lo - o1 : zeros,
+        _ckpt_min_sum(cur + lo, o->s1 ? _ckpt_row(D, o->s1, o->t1, o->f1) + lo - o1 : zeros,
                       o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2) + lo : zeros, o->c, hi - lo);
 }
 
 static void _ckpt_dense_fill(_ckpt_dense *D, const double *zeros) {
     _ckpt_dp *d = D->d;
-    int n = d->n, len, s, q, i;
+    int n = d->n, t, s, q, i;
     int64_t M = D->M, m;
-    /* s descending, t ascending: every sub-problem an option reads is done by then, and the rows
-       (s,.) stay in cache while t advances. */
-    for (s = n; s >= 1; s--)
-        for (len = 0; s + len <= n; len++)
+    /* t ascending, s descending: every sub-problem an option reads is done by then (a row at its
+       smallest s first), and the rows (.,t) that (c) reads were just written. */
+    for (t = 1; t <= n; t++)
+        for (s = t; s >= 1; s--)
             for (q = 0; q < d->nfam; q++) {
-                int t = s + len, f = d->fam[q], no;
+                int f = d->fam[q], no;
                 double *cur = _ckpt_row(D, s, t, f);
+                if (d->rep.first[d->rep.row[_CKPT_IDX(d, s, t)]] < s) continue;
                 for (m = 0; m <= M; m++) cur[m] = INFINITY;
                 if ((int64_t)(d->minp[f][_CKPT_IDX(d, s, t)] / d->unit) <= M) {
                     no = _ckpt_dp_options(d, s, t, f);
                     for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i], zeros);
                 }
-                if (D->tabt) memcpy(_ckpt_rowt(D, s, t, f), cur, (size_t)(M + 1) * sizeof(double));
             }
 }
 
@@ -2766,10 +2836,8 @@ static int _ckpt_dense_emit(const _ckpt_dense *D, int s, int t, int f, int64_t m
 
 static uint64_t _ckpt_gcd(uint64_t a, uint64_t b) { while (b) { uint64_t r = a % b; a = b; b = r; } return a; }
 
-/* Limits of the dense table: memory and work; past _CKPT_DENSE_TMAJOR_BYTES a second, t-major
-   copy pays for itself (measured: faster at 200 stages x 500 units, slower at 100). */
+/* Limits of the dense table: memory and work. */
 #define _CKPT_DENSE_MAX_BYTES ((uint64_t)256 << 20)
-#define _CKPT_DENSE_TMAJOR_BYTES ((uint64_t)48 << 20)
 #define _CKPT_DENSE_MAX_WORK 4e9
 
 /* The options the program uses for a chain of n stages: all of them (level 2) up to
@@ -2779,18 +2847,13 @@ static uint64_t _ckpt_gcd(uint64_t a, uint64_t b) { while (b) { uint64_t r = a %
 #define _CKPT_DP_TAPE_STAGES 64
 static int _ckpt_dp_level(int n) { return n <= _CKPT_DP_DROP_STAGES ? 2 : n <= _CKPT_DP_TAPE_STAGES ? 1 : 0; }
 
-/* nopt: the most tape options of a stage (_ckpt_max_options); they multiply the families and,
-   about as much, the work. */
-static double _ckpt_dense_bytes(int n, uint64_t M, int level, int nopt) {
-    double one = (double)n * (double)(n + 1) / 2.0 * _ckpt_dp_families(level, nopt, NULL) * (double)(M + 1) * 8.0;
-    return one > (double)_CKPT_DENSE_TMAJOR_BYTES ? 2.0 * one : one;
-}
-
-static int _ckpt_dense_fits(int n, uint64_t M, int level, int nopt) {
+/* rp: the chain's >>repeats rows; nopt: the most tape options of a stage (_ckpt_max_options),
+   which multiply the families and, about as much, the work. */
+static int _ckpt_dense_fits(const _ckpt_rep *rp, uint64_t M, int level, int nopt) {
     double grow = (double)_ckpt_dp_families(level, nopt, NULL) / _ckpt_dp_families(level, 1, NULL) * nopt;
-    return M <= 65536 && _ckpt_dense_bytes(n, M, level, nopt) <= (double)_CKPT_DENSE_MAX_BYTES &&
-           (double)n * (double)n * (double)n / 6.0 * (double)M * (level == 2 ? 60.0 : level == 1 ? 4.0 : 1.0) * grow <=
-               _CKPT_DENSE_MAX_WORK;
+    double bytes = (double)rp->n_rows * _ckpt_dp_families(level, nopt, NULL) * (double)(M + 1) * 8.0;
+    return M <= 65536 && bytes <= (double)_CKPT_DENSE_MAX_BYTES &&
+           rp->work * (double)M * (level == 2 ? 60.0 : level == 1 ? 4.0 : 1.0) * grow <= _CKPT_DENSE_MAX_WORK;
 }
 
 /* Runs the dense or the sparse program in one unit. */
@@ -2810,15 +2873,11 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
     if (r == CKPT_OK && dense) {
         _ckpt_dense D;
         double *zeros;
-        size_t tab_bytes;
-        int want_t = _ckpt_dense_bytes(n, budget / unit, level, _ckpt_max_options(c, n)) > (double)_CKPT_DENSE_TMAJOR_BYTES;
         D.d = &d; D.M = (int64_t)(budget / unit);
-        D.fam = (size_t)n * (size_t)(n + 1) / 2 * (size_t)(D.M + 1);
-        tab_bytes = (size_t)d.nfam * D.fam * sizeof(double);
-        D.tab = (double *)_ckpt_malloc(al, tab_bytes);
-        D.tabt = want_t ? (double *)_ckpt_malloc(al, tab_bytes) : NULL;
+        D.fam = (size_t)d.rep.n_rows * (size_t)(D.M + 1);
+        D.tab = (double *)_ckpt_malloc(al, (size_t)d.nfam * D.fam * sizeof(double));
         zeros = (double *)_ckpt_calloc(al, (size_t)D.M + 1, sizeof(double));
-        if (!D.tab || (want_t && !D.tabt) || !zeros)
+        if (!D.tab || !zeros)
             r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         else {
             int64_t m = 0;
@@ -2828,7 +2887,7 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
             while (m < D.M && top[m] != top[D.M]) m++;   /* the smallest peak at the best time */
             if (!_ckpt_dense_emit(&D, 1, n, 0, m, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
-        _ckpt_free(al, D.tab); _ckpt_free(al, D.tabt); _ckpt_free(al, zeros);
+        _ckpt_free(al, D.tab); _ckpt_free(al, zeros);
     } else if (r == CKPT_OK) {
         r = _ckpt_dp_frontiers(&d);
         if (r == CKPT_OK) {
@@ -2849,13 +2908,20 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
     uint64_t mp;
     ckpt_result r;
     int nopt = _ckpt_max_options(c, n);
+    _ckpt_rep rp;
     *used = unit;
-    if (_ckpt_dense_fits(n, budget / unit, level, nopt)) return _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
-    r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, out, &mp);
-    if (r != CKPT_ERR_TOO_COMPLEX) return r;
-    while (!_ckpt_dense_fits(n, budget / unit, level, nopt)) unit *= 2;
-    *used = unit;
-    return _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
+    if ((r = _ckpt_rep_make(al, c, n, &rp)) != CKPT_OK) return r;
+    if (_ckpt_dense_fits(&rp, budget / unit, level, nopt)) r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
+    else {
+        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, out, &mp);
+        if (r == CKPT_ERR_TOO_COMPLEX) {
+            while (!_ckpt_dense_fits(&rp, budget / unit, level, nopt)) unit *= 2;
+            *used = unit;
+            r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
+        }
+    }
+    _ckpt_rep_free(al, &rp);
+    return r;
 }
 
 /* The program's optimum under budget (at most store-all's peak: more cannot help). *min_peak is
@@ -3530,29 +3596,73 @@ static int _ckpt_key_cmp(const void *pa, const void *pb) {
 /* Places bufs in the given order into offs, each at the lowest offset clear of the placed
    buffers live with it; returns the arena size. by_off: scratch of nb, the placed buffers in
    order of offset (kept sorted as they come, so that a placement is one linear scan). */
-static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, int nb, uint64_t *offs, uint64_t *by_off) {
+/* The placed buffers live at the same time as a new one are found through time buckets: bucket q
+   lists the placed buffers live during some op of [q * bw, (q + 1) * bw). */
+typedef struct _ckpt_span { uint64_t o, e; } _ckpt_span;
+typedef struct _ckpt_placer {
+    int bw, nq;
+    int *head, *fill, *items;   /* per bucket: its list's start in items, its length */
+    int *stamp;                 /* per buffer: the last buffer whose search saw it */
+    _ckpt_span *cand;           /* one search's live buffers, by offset */
+} _ckpt_placer;
+
+static int _ckpt_span_cmp(const void *pa, const void *pb) {
+    const _ckpt_span *x = (const _ckpt_span *)pa, *y = (const _ckpt_span *)pb;
+    return x->o < y->o ? -1 : x->o > y->o;
+}
+
+static void _ckpt_placer_free(const ckpt_allocator *al, _ckpt_placer *P) {
+    _ckpt_free(al, P->head); _ckpt_free(al, P->fill); _ckpt_free(al, P->items); _ckpt_free(al, P->stamp); _ckpt_free(al, P->cand);
+    memset(P, 0, sizeof *P);
+}
+
+/* Buckets of at most 1,024, and room for every buffer of b with bytes in the buckets it spans. */
+static ckpt_result _ckpt_placer_init(const ckpt_allocator *al, const _ckpt_buf *b, int n_bufs, int n_ops, _ckpt_placer *P) {
+    int i, q;
+    memset(P, 0, sizeof *P);
+    P->nq = n_ops + 1 < 1024 ? n_ops + 1 : 1024;
+    P->bw = (n_ops + P->nq) / P->nq;
+    P->head = (int *)_ckpt_calloc(al, (size_t)P->nq + 1, sizeof(int));
+    P->fill = (int *)_ckpt_calloc(al, (size_t)P->nq + 1, sizeof(int));
+    P->stamp = (int *)_ckpt_malloc(al, ((size_t)n_bufs + 1) * sizeof(int));
+    P->cand = (_ckpt_span *)_ckpt_malloc(al, ((size_t)n_bufs + 1) * sizeof(_ckpt_span));
+    if (P->head && P->fill) {
+        for (i = 0; i < n_bufs; i++)
+            for (q = b[i].start / P->bw; b[i].bytes && q <= b[i].end / P->bw; q++) P->head[q + 1]++;
+        for (q = 0; q < P->nq; q++) P->head[q + 1] += P->head[q];
+        P->items = (int *)_ckpt_malloc(al, ((size_t)P->head[P->nq] + 1) * sizeof(int));
+    }
+    if (!P->head || !P->fill || !P->stamp || !P->cand || !P->items) { _ckpt_placer_free(al, P); return CKPT_ERR_OUT_OF_HOST_MEMORY; }
+    return CKPT_OK;
+}
+
+/* Places the buffers in order, each at the lowest offset where it overlaps no placed buffer live
+   at the same time; returns the extent. */
+static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, int nb, int n_bufs, uint64_t *offs,
+                            _ckpt_placer *P) {
     uint64_t extent = 0;
-    int i, j, m = 0;
+    int i, j, q;
+    for (i = 0; i < n_bufs; i++) P->stamp[i] = -1;
+    memset(P->fill, 0, (size_t)P->nq * sizeof *P->fill);
     for (i = 0; i < nb; i++) {
-        const _ckpt_buf *x = &b[order[i].idx];
+        int bi = order[i].idx, k = 0, q0 = b[bi].start / P->bw, q1 = b[bi].end / P->bw;
+        const _ckpt_buf *x = &b[bi];
         uint64_t sz = _ckpt_align_up(x->bytes), off = 0;
-        int lo = 0, hi = m;
-        for (j = 0; j < m; j++) {
-            const _ckpt_buf *y = &b[by_off[j]];
-            uint64_t yo = offs[by_off[j]], ye = yo + _ckpt_align_up(y->bytes);
-            if (y->end < x->start || x->end < y->start) continue;
-            if (yo >= off + sz) break;                  /* fits in the gap before y */
-            if (ye > off) off = ye;
+        for (q = q0; q <= q1; q++) {
+            for (j = P->head[q]; j < P->head[q] + P->fill[q]; j++) {
+                int yi = P->items[j];
+                const _ckpt_buf *y = &b[yi];
+                if (P->stamp[yi] == i || y->end < x->start || x->end < y->start) continue;
+                P->stamp[yi] = i;
+                P->cand[k].o = offs[yi]; P->cand[k].e = offs[yi] + _ckpt_align_up(y->bytes); k++;
+            }
         }
-        offs[order[i].idx] = off;
+        qsort(P->cand, (size_t)k, sizeof *P->cand, _ckpt_span_cmp);
+        for (j = 0; j < k && P->cand[j].o < off + sz; j++)   /* else it fits in the gap before */
+            if (P->cand[j].e > off) off = P->cand[j].e;
+        offs[bi] = off;
         if (off + sz > extent) extent = off + sz;
-        while (lo < hi) {                               /* after every placed buffer at offset <= off */
-            int mid = lo + (hi - lo) / 2;
-            if (offs[by_off[mid]] <= off) lo = mid + 1; else hi = mid;
-        }
-        memmove(by_off + lo + 1, by_off + lo, (size_t)(m - lo) * sizeof *by_off);
-        by_off[lo] = (uint64_t)order[i].idx;
-        m++;
+        for (q = q0; q <= q1; q++) P->items[P->head[q] + P->fill[q]++] = bi;
     }
     return extent;
 }
@@ -3561,16 +3671,17 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
     int nb = 0, i, pass;
     _ckpt_order_key *order = (_ckpt_order_key *)_ckpt_malloc(al, (size_t)(n_bufs + 1) * sizeof *order);
     uint64_t *offs = (uint64_t *)_ckpt_calloc(al, (size_t)n_bufs + 1, sizeof(uint64_t));
-    uint64_t *by_off = (uint64_t *)_ckpt_malloc(al, (size_t)(n_bufs + 1) * sizeof(uint64_t));
     int64_t *live = (int64_t *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int64_t));
     uint64_t best = UINT64_MAX, bound, rng = 0x2545F4914F6CDD1Dull;
     double work = 0;
-    ckpt_result r = CKPT_OK;
-    if (!order || !offs || !by_off || !live) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto done; }
+    _ckpt_placer P;
+    ckpt_result r = _ckpt_placer_init(al, bufs, n_bufs, n_ops, &P);
+    if (r == CKPT_OK && (!order || !offs || !live)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+    if (r != CKPT_OK) goto done;
     for (i = 0; i < n_bufs; i++)
         if (bufs[i].bytes) order[nb++].idx = i;
     bound = _ckpt_peak_of(bufs, n_bufs, n_ops, 1, live);
-    for (pass = 0; best > bound && pass < 256 && (pass < 3 || work < 4e7); pass++) {
+    for (pass = 0; best > bound && pass < 256 && (pass < 3 || work < 4e6); pass++) {
         uint64_t ext;
         for (i = 0; i < nb; i++) {
             const _ckpt_buf *x = &bufs[order[i].idx];
@@ -3586,13 +3697,14 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
             }
         }
         qsort(order, (size_t)nb, sizeof *order, _ckpt_key_cmp);
-        ext = _ckpt_place(bufs, order, nb, offs, by_off);
-        work += (double)nb * (double)nb;
+        ext = _ckpt_place(bufs, order, nb, n_bufs, offs, &P);
+        work += (double)nb * (double)nb;    /* (the cost of a pass before the buckets: the allowance's unit) */
         if (ext < best) { best = ext; for (i = 0; i < nb; i++) bufs[order[i].idx].offset = offs[order[i].idx]; }
     }
     *arena = best == UINT64_MAX ? 0 : best;
 done:
-    _ckpt_free(al, order); _ckpt_free(al, offs); _ckpt_free(al, by_off); _ckpt_free(al, live);
+    _ckpt_free(al, order); _ckpt_free(al, offs); _ckpt_free(al, live);
+    _ckpt_placer_free(al, &P);
     return r;
 }
 

@@ -7,7 +7,10 @@
    - huge budgets and coarse units neither overflow nor abort; with max_units the reported
      smallest budget still plans; budget 0 is no limit;
    - at 500 units, on sizes that are not multiples of the unit, its plan is never predicted
-     slower than rotor's rounding (a + t rounded once, rotor's options) where that plan fits. */
+     slower than rotor's rounding (a + t rounded once, rotor's options) where that plan fits;
+   - on chains that repeat a block of stages, it computes about (block + 2) * n rows, not
+     n * (n + 1) / 2, and plans as fast a step as on the same chain with every stage made
+     distinct (a forward time changed in its last bits), where nothing is shared. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
@@ -301,8 +304,12 @@ static void odd_chain(ckpt_cost *c, int n) {
 static int unit_plan(const ckpt_cost *c, int n, uint64_t budget, uint64_t unit, int level, int sum_round, double *t) {
     _ckpt_sched s = {NULL, 0, 0};
     uint64_t mp, p;
-    ckpt_result r = _ckpt_persistent_in(NULL, c, n, budget, unit, level, sum_round,
-                                        _ckpt_dense_fits(n, budget / unit, level, _ckpt_max_options(c, n)), &s, &mp);
+    _ckpt_rep rp;
+    ckpt_result r = _ckpt_rep_make(NULL, c, n, &rp);
+    CHECK(r == CKPT_OK, "rows: %s", ckpt_result_string(r));
+    r = _ckpt_persistent_in(NULL, c, n, budget, unit, level, sum_round,
+                            _ckpt_dense_fits(&rp, budget / unit, level, _ckpt_max_options(c, n)), &s, &mp);
+    _ckpt_rep_free(NULL, &rp);
     if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, t, &p);
     _ckpt_free(NULL, s.ops);
     return r == CKPT_OK && p <= budget;
@@ -349,7 +356,56 @@ static void rounding_vs_rotor(void) {
     CHECK(rotor_fits >= cases / 2, "rotor's rounding fit in only %d of %d cases: the comparison is empty", rotor_fits, cases);
 }
 
+/* Repeated blocks: an embedding stage, copies of a block of p stages, a head stage. */
+static void repeats(void) {
+    int ci, cases = 0;
+    for (ci = 0; ci < (TEST_REDUCED ? 4 : 24); ci++) {
+        int p = 1 + (int)(rnd() % 5), n = 12 + (int)(rnd() % 60), i, b;
+        ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c), *d = (ckpt_cost *)calloc((size_t)n, sizeof *d);
+        ckpt_cost block[5];
+        ckpt_plan_info sa;
+        ckpt_plan *pl;
+        _ckpt_rep rp;
+        memset(block, 0, sizeof block);
+        random_chain(block, p, 512);
+        random_chain(c, n, 512);
+        for (i = 1; i < n - 1; i++) c[i] = block[(i - 1) % p];
+        memcpy(d, c, (size_t)n * sizeof *c);
+        for (i = 0; i < n; i++) d[i].f = nextafter(d[i].f, 1e9) * (1.0 + 1e-15 * i);
+        CHECK(_ckpt_rep_make(NULL, c, n, &rp) == CKPT_OK, "rows");
+        CHECK(rp.n_rows <= (p + 3) * (n + 1), "n %d, block %d: %d rows", n, p, rp.n_rows);
+        _ckpt_rep_free(NULL, &rp);
+        CHECK(_ckpt_rep_make(NULL, d, n, &rp) == CKPT_OK, "rows");
+        CHECK(rp.n_rows == n * (n + 1) / 2, "distinct stages, n %d: %d rows", n, rp.n_rows);
+        _ckpt_rep_free(NULL, &rp);
+        if (plan(c, n, CKPT_POLICY_STORE_ALL, 0, 0, &sa, &pl) != CKPT_OK) { CHECK(0, "store-all"); continue; }
+        ckpt_plan_destroy(pl);
+        for (b = 0; b < 3; b++) {   /* the program's own optimum (the arena's fit is another matter) */
+            uint64_t budget = sa.store_all_peak / (uint64_t)(2 + 2 * b), mc, md, uc, ud;
+            uint32_t mu = b == 2 ? 0 : 500;
+            _ckpt_sched sc = {NULL, 0, 0}, sd = {NULL, 0, 0};
+            ckpt_result rc = _ckpt_persistent(NULL, c, n, budget, mu, &sc, &mc, &uc);
+            ckpt_result rd = _ckpt_persistent(NULL, d, n, budget, mu, &sd, &md, &ud);
+            CHECK(rc == rd && mc == md && uc == ud, "n %d block %d budget %llu: %s with repeats, %s without", n, p,
+                  (unsigned long long)budget, ckpt_result_string(rc), ckpt_result_string(rd));
+            if (rc == CKPT_OK && rd == CKPT_OK) {
+                double tc = 0, td = 0;
+                uint64_t pc, pd;
+                CHECK(_ckpt_sched_eval_into(NULL, c, n, &sc, &tc, &pc) == CKPT_OK &&
+                      _ckpt_sched_eval_into(NULL, d, n, &sd, &td, &pd) == CKPT_OK, "eval");
+                cases++;
+                CHECK(pc <= budget && fabs(tc - td) <= 1e-9 * td, "n %d block %d budget %llu: time %.17g with repeats, "
+                      "%.17g without", n, p, (unsigned long long)budget, tc, td);
+            }
+            _ckpt_free(NULL, sc.ops); _ckpt_free(NULL, sd.ops);
+        }
+        free(c); free(d);
+    }
+    printf("test_planner_long: repeats: %d plans as fast as without sharing rows\n", cases);
+}
+
 int main(void) {
+    repeats();
     rounding_vs_rotor();
     warn_on_fallback();
     huge_budgets();
