@@ -754,7 +754,9 @@ typedef struct ckpt_plan_desc {
     int k;                  /* every-k segment length; 0: the best that fits (ignored by the others) */
     uint32_t max_units;     /* optimal, long chains: 0 = exact (in the largest unit that divides
                                every size; with budgets up to 65,536 such units this can take
-                               seconds for hundreds of stages: see bench/RESULTS.md). N = round
+                               seconds for hundreds of distinct stages: see bench/RESULTS.md;
+                               sub-chains that repeat, such as a transformer's layers, are
+                               planned once, which makes such chains much faster). N = round
                                sizes up to ceil(budget/N) bytes when coarser: faster, never over
                                budget, optimal only in that unit. A stage's output and tape are
                                first rounded as one sum (as rotor does); if that plan's peak in
