@@ -3598,10 +3598,14 @@ static int _ckpt_key_cmp(const void *pa, const void *pb) {
 /* Places bufs in the given order into offs, each at the lowest offset clear of the placed
    buffers live with it; returns the arena size. by_off: scratch of nb, the placed buffers in
    order of offset (kept sorted as they come, so that a placement is one linear scan). */
-/* The placed buffers live at the same time as a new one are found through time buckets: bucket q
-   lists the placed buffers live during some op of [q * bw, (q + 1) * bw). */
+/* The placed buffers live at the same time as a new one are found either by a scan of all of
+   them in offset order (scan = 1: lifetimes that overlap a lot, like store-all's) or through time
+   buckets: bucket q lists the placed buffers live during some op of [q * bw, (q + 1) * bw)
+   (short lifetimes, like the many buffers of a plan that recomputes much). */
 typedef struct _ckpt_span { uint64_t o, e; } _ckpt_span;
 typedef struct _ckpt_placer {
+    int scan;
+    int *by_off;                /* scan: the placed buffers by offset */
     int bw, nq;
     int *head, *fill, *items;   /* per bucket: its list's start in items, its length */
     int *stamp;                 /* per buffer: the last buffer whose search saw it */
@@ -3615,11 +3619,15 @@ static int _ckpt_span_cmp(const void *pa, const void *pb) {
 
 static void _ckpt_placer_free(const ckpt_allocator *al, _ckpt_placer *P) {
     _ckpt_free(al, P->head); _ckpt_free(al, P->fill); _ckpt_free(al, P->items); _ckpt_free(al, P->stamp); _ckpt_free(al, P->cand);
+    _ckpt_free(al, P->by_off);
     memset(P, 0, sizeof *P);
 }
 
-/* Buckets of at most 1,024, and room for every buffer of b with bytes in the buckets it spans. */
-static ckpt_result _ckpt_placer_init(const ckpt_allocator *al, const _ckpt_buf *b, int n_bufs, int n_ops, _ckpt_placer *P) {
+/* Buckets of at most 1,024, and room for every buffer of b with bytes in the buckets it spans;
+   scan (mode 1), buckets (mode 0), or (mode -1) scan when buffers span more than 16 buckets on
+   average. */
+static ckpt_result _ckpt_placer_init(const ckpt_allocator *al, const _ckpt_buf *b, int n_bufs, int n_ops, int mode,
+                                     _ckpt_placer *P) {
     int i, q;
     memset(P, 0, sizeof *P);
     P->nq = n_ops + 1 < 1024 ? n_ops + 1 : 1024;
@@ -3632,9 +3640,14 @@ static ckpt_result _ckpt_placer_init(const ckpt_allocator *al, const _ckpt_buf *
         for (i = 0; i < n_bufs; i++)
             for (q = b[i].start / P->bw; b[i].bytes && q <= b[i].end / P->bw; q++) P->head[q + 1]++;
         for (q = 0; q < P->nq; q++) P->head[q + 1] += P->head[q];
-        P->items = (int *)_ckpt_malloc(al, ((size_t)P->head[P->nq] + 1) * sizeof(int));
+        P->scan = mode >= 0 ? mode : P->head[P->nq] > 16 * (n_bufs + 1);
+        if (P->scan) P->by_off = (int *)_ckpt_malloc(al, ((size_t)n_bufs + 1) * sizeof(int));
+        else P->items = (int *)_ckpt_malloc(al, ((size_t)P->head[P->nq] + 1) * sizeof(int));
     }
-    if (!P->head || !P->fill || !P->stamp || !P->cand || !P->items) { _ckpt_placer_free(al, P); return CKPT_ERR_OUT_OF_HOST_MEMORY; }
+    if (!P->head || !P->fill || !P->stamp || !P->cand || (!P->items && !P->by_off)) {
+        _ckpt_placer_free(al, P);
+        return CKPT_ERR_OUT_OF_HOST_MEMORY;
+    }
     return CKPT_OK;
 }
 
@@ -3644,6 +3657,31 @@ static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, in
                             _ckpt_placer *P) {
     uint64_t extent = 0;
     int i, j, q;
+    if (P->scan) {
+        int m = 0;
+        for (i = 0; i < nb; i++) {
+            const _ckpt_buf *x = &b[order[i].idx];
+            uint64_t sz = _ckpt_align_up(x->bytes), off = 0;
+            int lo = 0, hi = m;
+            for (j = 0; j < m; j++) {
+                const _ckpt_buf *y = &b[P->by_off[j]];
+                uint64_t yo = offs[P->by_off[j]], ye = yo + _ckpt_align_up(y->bytes);
+                if (y->end < x->start || x->end < y->start) continue;
+                if (yo >= off + sz) break;                  /* fits in the gap before y */
+                if (ye > off) off = ye;
+            }
+            offs[order[i].idx] = off;
+            if (off + sz > extent) extent = off + sz;
+            while (lo < hi) {                               /* after every placed buffer at offset <= off */
+                int mid = lo + (hi - lo) / 2;
+                if (offs[P->by_off[mid]] <= off) lo = mid + 1; else hi = mid;
+            }
+            memmove(P->by_off + lo + 1, P->by_off + lo, (size_t)(m - lo) * sizeof *P->by_off);
+            P->by_off[lo] = order[i].idx;
+            m++;
+        }
+        return extent;
+    }
     for (i = 0; i < n_bufs; i++) P->stamp[i] = -1;
     memset(P->fill, 0, (size_t)P->nq * sizeof *P->fill);
     for (i = 0; i < nb; i++) {
@@ -3677,7 +3715,7 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
     uint64_t best = UINT64_MAX, bound, rng = 0x2545F4914F6CDD1Dull;
     double work = 0;
     _ckpt_placer P;
-    ckpt_result r = _ckpt_placer_init(al, bufs, n_bufs, n_ops, &P);
+    ckpt_result r = _ckpt_placer_init(al, bufs, n_bufs, n_ops, -1, &P);
     if (r == CKPT_OK && (!order || !offs || !live)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
     if (r != CKPT_OK) goto done;
     for (i = 0; i < n_bufs; i++)

@@ -262,13 +262,13 @@ static void check_plan_logger(void) {
     ckpt_cpu_backend_destroy(&be);
 }
 
-/* The layout's placement finds the placed buffers live at the same time through time buckets. It
-   must place exactly where a scan over every placed buffer does (this reference), for any order:
+/* The layout's placement finds the placed buffers live at the same time through time buckets or
+   a scan in offset order. Either must place exactly where a plain scan does (this reference):
    random lifetimes from one op to all of them, sizes that are and are not aligned. */
 static void check_place_reference(int rounds) {
     int round;
     for (round = 0; round < rounds; round++) {
-        int n_ops = 1 + (int)(rnd() % 3000), nb = 1 + (int)(rnd() % 600), i, j;
+        int n_ops = 1 + (int)(rnd() % 3000), nb = 1 + (int)(rnd() % 600), i, j, mode;
         _ckpt_buf *b = (_ckpt_buf *)calloc((size_t)nb, sizeof *b);
         _ckpt_order_key *order = (_ckpt_order_key *)calloc((size_t)nb, sizeof *order);
         uint64_t *offs = (uint64_t *)calloc((size_t)nb, sizeof *offs), *ref = (uint64_t *)calloc((size_t)nb, sizeof *ref);
@@ -301,15 +301,15 @@ static void check_place_reference(int rounds) {
             ref[order[i].idx] = off;
             if (off + sz > ref_extent) ref_extent = off + sz;
         }
-        {
+        for (mode = 0; mode < 2; mode++) {   /* time buckets, then the scan of every placed buffer */
             _ckpt_placer P;
             int ok = 1;
             uint64_t ext;
-            CHECK(_ckpt_placer_init(NULL, b, nb, n_ops, &P) == CKPT_OK, "placer");
+            CHECK(_ckpt_placer_init(NULL, b, nb, n_ops, mode, &P) == CKPT_OK, "placer");
             ext = _ckpt_place(b, order, nb, nb, offs, &P);
             for (i = 0; i < nb; i++) ok &= offs[i] == ref[i];
-            CHECK(ok && ext == ref_extent, "round %d: placement differs from the reference scan (extent %llu vs %llu)",
-                  round, (unsigned long long)ext, (unsigned long long)ref_extent);
+            CHECK(ok && ext == ref_extent, "round %d, mode %d: placement differs from the reference scan (extent %llu "
+                  "vs %llu)", round, mode, (unsigned long long)ext, (unsigned long long)ref_extent);
             _ckpt_placer_free(NULL, &P);
         }
         /* the layout's result: no two buffers live at the same time share an address */
