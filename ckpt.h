@@ -3595,9 +3595,6 @@ static int _ckpt_key_cmp(const void *pa, const void *pb) {
     if (x->k2 != y->k2) return x->k2 > y->k2 ? -1 : 1;
     return x->idx < y->idx ? -1 : 1;
 }
-/* Places bufs in the given order into offs, each at the lowest offset clear of the placed
-   buffers live with it; returns the arena size. by_off: scratch of nb, the placed buffers in
-   order of offset (kept sorted as they come, so that a placement is one linear scan). */
 /* The placed buffers live at the same time as a new one are found either by a scan of all of
    them in offset order (scan = 1: lifetimes that overlap a lot, like store-all's) or through time
    buckets: bucket q lists the placed buffers live during some op of [q * bw, (q + 1) * bw)
@@ -3605,7 +3602,7 @@ static int _ckpt_key_cmp(const void *pa, const void *pb) {
 typedef struct _ckpt_span { uint64_t o, e; } _ckpt_span;
 typedef struct _ckpt_placer {
     int scan;
-    int *by_off;                /* scan: the placed buffers by offset */
+    int *by_off;                /* scan: the placed buffers by offset, kept sorted as they come */
     int bw, nq;
     int *head, *fill, *items;   /* per bucket: its list's start in items, its length */
     int *stamp;                 /* per buffer: the last buffer whose search saw it */
