@@ -632,6 +632,7 @@ typedef struct Run {
     ckpt_plan_info info;
     ckpt_chain_stats stats;     /* also pool_bytes (offload), param_loads and slot_bytes (streaming) */
     uint64_t device_peak;       /* ckpt_cuda_stats.peak_bytes while this run's chain lived */
+    uint64_t driver_bytes;      /* cudaMemGetInfo: free bytes before the chain less the least free after each step */
     double ms_per_step, first_loss, loss;
     float *grads;               /* host: the last step's parameter gradients, then the input gradient */
 } Run;
@@ -805,6 +806,10 @@ static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
     cd.seed = cfg->seed;
     cd.logger.fn = log_errors;
     ckpt_chain *chain;
+    size_t free0 = 0, free_min = 0, free_now = 0, total_mem = 0;
+    CHECK(CU(cudaDeviceSynchronize()));
+    CHECK(CU(cudaMemGetInfo(&free0, &total_mem)));
+    free_min = free0;
     CHECK(ckpt_cuda_reset_peak(&ss->be));
     CHECK(ckpt_chain_create(&cd, &chain));
     ckpt_result r = ckpt_chain_plan(chain, pd, &run->info);
@@ -845,6 +850,8 @@ static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
         if (ss->host_params) host_sgd(ss->host_params, ss->host_grads, cfg->lr, m->n_params);
         CHECK(CU(cudaMemcpyAsync(&run->loss, b->loss, sizeof(double), cudaMemcpyDeviceToHost, s)));
         CHECK(CU(cudaStreamSynchronize(s)));
+        CHECK(CU(cudaMemGetInfo(&free_now, &total_mem)));
+        if (free_now < free_min) free_min = free_now;
         if (step == 0) run->first_loss = run->loss;
     }
     run->ms_per_step = median(ms + cfg->warmup, cfg->steps);
@@ -856,6 +863,7 @@ static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
     ckpt_cuda_stats ds;
     CHECK(ckpt_cuda_get_stats(&ss->be, &ds));
     run->device_peak = ds.peak_bytes;
+    run->driver_bytes = free0 - free_min;
     run->grads = (float *)xcalloc(m->n_params + nc, sizeof(float));
     if (ss->host_grads) memcpy(run->grads, ss->host_grads, param_bytes);
     else CHECK(CU(cudaMemcpy(run->grads, m->grads, param_bytes, cudaMemcpyDeviceToHost)));
@@ -977,8 +985,8 @@ int main(int argc, char **argv)
         printf("parameter streaming: each block's %zu bytes of parameters and float gradients in pinned host "
                "memory; SGD on the host, after the timed part of each step\n",
                ss.model.block_floats * sizeof(float));
-    printf("\n%-14s %12s %12s %12s %12s %9s %7s %7s %12s", "policy", "planned B", "used B", "device B",
-           "pinned B", "ms/step", "pred x", "meas x", "final loss");
+    printf("\n%-14s %12s %12s %12s %12s %12s %9s %7s %7s %12s", "policy", "planned B", "used B", "device B",
+           "driver B", "pinned B", "ms/step", "pred x", "meas x", "final loss");
     if (cfg.stream) printf(" %10s %12s", "loads/step", "slot B");
     printf(" %s\n", "grads bit-identical");
     const Run *ref = &runs[0];
@@ -992,9 +1000,10 @@ int main(int argc, char **argv)
             continue;
         }
         all_match &= match[i];
-        printf("%-14s %12llu %12llu %12llu %12llu %9.3f %7.3f %7.3f %12.6e", name,
+        printf("%-14s %12llu %12llu %12llu %12llu %12llu %9.3f %7.3f %7.3f %12.6e", name,
                (unsigned long long)r->info.peak, (unsigned long long)r->stats.arena_high_water,
-               (unsigned long long)r->device_peak, (unsigned long long)r->stats.pool_bytes, r->ms_per_step,
+               (unsigned long long)r->device_peak, (unsigned long long)r->driver_bytes,
+               (unsigned long long)r->stats.pool_bytes, r->ms_per_step,
                r->info.time / r->info.store_all_time, r->ms_per_step / ref->ms_per_step, r->loss);
         if (cfg.stream)
             printf(" %10.2f %12llu", r->stats.steps ? (double)r->stats.param_loads / (double)r->stats.steps : 0.0,
@@ -1014,7 +1023,8 @@ int main(int argc, char **argv)
                     (unsigned long long)r->info.peak, (unsigned long long)budget);
     }
     printf("\n(device B: the bytes the CUDA backend allocated: the arena, planned peak plus the gaps of its "
-           "fixed layout%s; pinned B: offload's pinned host pool%s)\n",
+           "fixed layout%s; driver B: the device memory cudaMemGetInfo saw taken while the chain lived, the "
+           "driver's rounding included; pinned B: offload's pinned host pool%s)\n",
            cfg.stream ? ", plus the streaming slots (slot B)" : "",
            cfg.stream ? "; loads/step: parameter copies to the device per step (store-all: 2 x blocks)" : "");
 
