@@ -20,13 +20,22 @@
    and gradients in pinned host memory, SGD on the host outside the timed part of the step; the
    gradients compared are the host ones); "loads" is parameter loads per step and "slot MiB" the
    streaming slots on the device, which "device MiB" includes. The CSV always has the columns
-   pinned_bytes, loads_per_step and slot_bytes, last (0 when not offloading or not streaming).
+   pinned_bytes, loads_per_step and slot_bytes, last (0 when not offloading or not streaming),
+   then n_option1.
+
+   Tape options as in examples/mlp_cuda.cu: each block declares option 1 (no GELU output in the
+   tape, recomputed in the backward); column opt1 (CSV: n_option1) counts the blocks whose F kept
+   it. One more line after the header: "store-all opt1", store-all's schedule with every F keeping
+   option 1 (CSV policy "custom", frac its peak over store-all's), whose gradients must be
+   store-all's bits. --no-options declares no option (nor the forward workspace), and drops that
+   line.
 
    Build (from the repository root):
        nvcc -O2 -arch=sm_90 -I. bench/mlp_gpu_bench.cu -o mlp_gpu_bench -lcublas
    Run:
        ./mlp_gpu_bench [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]
-                       [--fracs 1,0.8,...] [--bandwidth GB_PER_S] [--stream] [--tf32] [--csv]
+                       [--fracs 1,0.8,...] [--bandwidth GB_PER_S] [--stream] [--tf32] [--no-options]
+                       [--csv]
    Exit status 0; 1 if some policy's gradients differ from store-all's, or on an error; 77 when
    there is no usable GPU (skipped).
 */
@@ -37,16 +46,18 @@
 #define BENCH_MEM_CSV "device_peak"
 #define BENCH_MEM_BYTES(r) ((r)->device_peak)
 #define BENCH_TRAIN train
+#define BENCH_OPT1(r) ((r)->n_opt1)
+#define BENCH_RUN_FREE(r) run_free(r)
 #include "bench_common.h"
 
 static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]\n"
-            "          [--fracs F1,F2,...] [--bandwidth GB_PER_S] [--stream] [--tf32] [--csv]\n"
+            "          [--fracs F1,F2,...] [--bandwidth GB_PER_S] [--stream] [--tf32] [--no-options] [--csv]\n"
             "defaults: --width 768 --depth 12 --batch 4096 --steps 10 (timed, after 1 warm-up step)\n"
             "          --dropout 0.1 --seed 42 --fracs 1,0.8,0.6,0.5,0.4,0.3,0.25,0.2 (of store-all's peak);\n"
-            "          no offload lines; parameters on the device\n",
+            "          no offload lines; parameters on the device; tape option 1 declared\n",
             prog);
     exit(2);
 }
@@ -58,9 +69,8 @@ int main(int argc, char **argv)
     int n_fracs = 8, csv = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--tf32")) { cfg.tf32 = 1; continue; }
         if (!strcmp(a, "--csv")) { csv = 1; continue; }
-        if (!strcmp(a, "--stream")) { cfg.stream = 1; continue; }
+        if (parse_model_switch(&cfg, a)) continue;
         if (i + 1 >= argc) usage(argv[0]);
         const char *v = argv[++i];
         if (parse_model_flag(&cfg, a, v)) continue;
@@ -89,6 +99,13 @@ int main(int argc, char **argv)
            "%llu bytes, predicted %.3f ms, measured %.3f ms per step\n", lead, ss.fwd_ms, ss.bwd_ms,
            (unsigned long long)ref.info.peak, mib(ref.info.peak), (unsigned long long)ref.device_peak,
            ref.info.time, ref.ms_per_step);
+    if (cfg.no_options)
+        printf("%stape options off (--no-options): every block keeps option 0, %zu bytes of tape\n", lead,
+               ss.model.tape_bytes[0]);
+    else
+        printf("%stape option 1 (no GELU output, recomputed in backward): tape %zu bytes per block (option 0: %zu), "
+               "bwd_extra %.3f ms (backward in option 1 %.3f ms less option 0's; the GELU recompute alone %.3f ms)\n",
+               lead, ss.model.tape_bytes[1], ss.model.tape_bytes[0], ss.bwd_extra_ms, ss.bwd1_ms, ss.gelu_ms);
     if (cfg.bandwidth_gbs > 0.0)
         printf("%soffload: planned for a link of %.3g GB/s each way\n", lead, cfg.bandwidth_gbs);
     if (cfg.stream)
@@ -97,14 +114,24 @@ int main(int argc, char **argv)
                loads_per_step(&ref), (unsigned long long)ref.stats.slot_bytes);
     if (!csv) printf("\n");
     print_header(&cfg, csv);
+    int all_same = 1;
+    if (!cfg.no_options) {  /* store-all's schedule keeping every tape in option 1 (CSV: "custom") */
+        Run all1;
+        train_store_all(&ss, 1, "store-all opt1", &all1);
+        int same = same_grads(&ss, &all1, &ref);
+        all_same &= same && all1.n_opt1 == cfg.L;
+        print_run(&cfg, csv, &all1, &ref, (double)all1.info.peak / (double)ref.info.peak, all1.info.peak, same);
+        run_free(&all1);
+        if (!csv) printf("\n");
+    }
 
     /* The offload line (last) only with --bandwidth. */
     const ckpt_policy policies[] = { CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
                                      CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD };
     int n_policies = (int)(sizeof policies / sizeof policies[0]) - (cfg.bandwidth_gbs > 0.0 ? 0 : 1);
-    int all_same = bench_sweep(&ss, &cfg, csv, &ref, fracs, n_fracs, policies, n_policies);
+    all_same &= bench_sweep(&ss, &cfg, csv, &ref, fracs, n_fracs, policies, n_policies);
 
-    free(ref.grads);
+    run_free(&ref);
     session_close(&ss);
     if (!all_same) fprintf(stderr, "mlp_gpu_bench: some gradients differ from store-all's\n");
     return all_same ? 0 : 1;

@@ -16,17 +16,33 @@
    sum over rows or columns has a fixed order (no atomicAdd); dropout draws its mask from the
    Philox range ckpt_ctx_rng gives, which a recomputation gets back.
 
+   Tape options (TAPE OPTIONS in ckpt.h), as in examples/mlp_cpu.c. A block's tape (option 0)
+   holds the LayerNorm output, its mean and rstd, h (pre-GELU), a = GELU(h) and the dropout mask.
+   Each block also declares option 1: the same tape without a, whose backward recomputes a from h
+   on the device (gelu_kernel, the forward's gelu(), on the h the forward stored) into its
+   workspace before use. Its forward still computes a, for W2, into the forward workspace (N x H
+   floats; option 0's forward is given it too and leaves it unused). Option 1's bwd_extra is
+   measured at start-up (measure_block): the median backward in option 1 less the median in
+   option 0, with CUDA events, at least 0.001 ms. The optimal policy chooses options with its
+   checkpoints; an F that keeps no tape runs option 1, the smaller. Two more rows check the
+   options: "store-all opt1", store-all's schedule with every F keeping option 1
+   (ckpt_chain_set_schedule; its gradients must be store-all's bits), and "optimal b=opt1", the
+   optimal policy at that row's peak. Column opt1 counts the blocks whose F kept option 1; the
+   lines under the table show each plan's option per block. --no-options declares no option (nor
+   the forward workspace): the blocks as they were before.
+
    Build (from the repository root; needs the CUDA toolkit with cuBLAS):
        nvcc -O2 -arch=sm_90 -I. examples/mlp_cuda.cu -o mlp_cuda -lcublas
    Run:
        ./mlp_cuda [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]
                   [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream]
-                  [--tf32]
+                  [--tf32] [--no-options]
    Exit status 0: every policy's gradients equal store-all's; 1: one differs, or an error;
    77: no usable GPU (skipped).
 
    The rows: store-all (no budget: the reference), then every-k, sqrt, greedy and optimal at the
-   budget. With --bandwidth GB_PER_S, one more row at the same budget: the offload policy, planned
+   budget (with tape options, "store-all opt1" after store-all and "optimal b=opt1" after
+   optimal). With --bandwidth GB_PER_S, one more row at the same budget: the offload policy, planned
    for a link of that many GB/s each way (plan bandwidth in bytes per ms, as the stage times are in
    ms), which copies boundaries and tapes to the CUDA backend's pinned host pool and back on its
    copy streams while the blocks compute; its "pinned B" column is that pool
@@ -42,7 +58,8 @@
    --stream may differ in the last bits after the first step (the host update rounds differently
    from the GPU's): compare rows within one mode only.
 
-   bench/mlp_gpu_bench.cu reuses the model: it defines MLP_CUDA_NO_MAIN and includes this file.
+   bench/mlp_gpu_bench.cu reuses the model: it defines MLP_CUDA_NO_MAIN and includes this file;
+   parse_model_flag and parse_model_switch parse the flags both programs take.
 */
 #include <math.h>
 #include <stdio.h>
@@ -222,6 +239,13 @@ __global__ static void bias_dropout_residual_kernel(const float *x, float *y, co
     }
 }
 
+/* a = GELU(h): tape option 1's recomputation in the backward. It applies the forward's gelu()
+   to the h bias_gelu_kernel stored, so a gets the forward's bits. */
+__global__ static void gelu_kernel(const float *h, float *a, size_t n)
+{
+    GRID_STRIDE(i, n) a[i] = gelu(h[i]);
+}
+
 /* dm = mask ? dy * scale : 0: the backward of the dropout (the residual passes dy on unchanged). */
 __global__ static void dropout_backward_kernel(const float *dy, const uint8_t *mask, float scale, float *dm, size_t n)
 {
@@ -352,6 +376,7 @@ typedef struct Block { float *ln_g, *ln_b, *w1, *b1, *w2, *b2; } Block;
 
 enum { T_LN, T_MEAN, T_RSTD, T_H, T_A, T_MASK, T_COUNT };   /* pieces of a stage's tape */
 enum { W_DM, W_DA, W_DLN, W_PART, W_COUNT };                /* pieces of the backward workspace */
+enum { N_OPTIONS = 2 };                                     /* tape options 0 and 1 (see model_create) */
 
 typedef struct Model {
     int C, H, N, L;             /* width, hidden width (4C), rows, blocks */
@@ -362,8 +387,9 @@ typedef struct Model {
     float *params, *grads;      /* device, n_params floats each (grads NULL for the teacher) */
     Block *p, *g;               /* per block, into params and grads */
     cublasHandle_t blas;        /* shared; each call sets the stream of the callback */
-    ckpt_layout_entry tape[T_COUNT], ws[W_COUNT];
-    size_t tape_bytes, ws_bytes;
+    ckpt_layout_entry tape[N_OPTIONS][T_COUNT], ws[W_COUNT];
+    size_t tape_bytes[N_OPTIONS], ws_bytes;
+    size_t fws_bytes;           /* forward workspace: option 1's GELU output a (N x H floats) */
 } Model;
 
 /* Every tensor starts on a 256-byte boundary: the same alignment as every arena buffer. */
@@ -407,15 +433,25 @@ static void model_create(Model *m, int C, int L, int N, float p_drop, int traina
         if (gp) gp = carve(gp, C, m->H, &m->g[l]);
     }
     /* The backward sees only the input, the tape and grad_out, so the tape keeps everything else
-       it needs; the LN input x-hat is recomputed from the input and the mean/rstd. */
+       it needs; the LN input x-hat is recomputed from the input and the mean/rstd.
+       Tape option 0 keeps the LN output, mean, rstd, h (pre-GELU), a = GELU(h) and the dropout
+       mask. Option 1 is the same tape without a, for a backward that recomputes a from h into
+       W_DA (which it overwrites only after its last read of a): the backward workspace is the
+       same for both. Its forward still needs a (for y = a W2^T) but may not keep it, so it writes
+       a into the forward workspace (fws_bytes), which the stage declares only with options on. */
     size_t nc = (size_t)N * C, nh = (size_t)N * m->H;
-    set_entry(&m->tape[T_LN], nc * sizeof(float));
-    set_entry(&m->tape[T_MEAN], N * sizeof(float));
-    set_entry(&m->tape[T_RSTD], N * sizeof(float));
-    set_entry(&m->tape[T_H], nh * sizeof(float));
-    set_entry(&m->tape[T_A], nh * sizeof(float));
-    set_entry(&m->tape[T_MASK], nc);
-    CHECK(ckpt_layout_compute(m->tape, T_COUNT, &m->tape_bytes));
+    ckpt_layout_entry *t0 = m->tape[0], *t1 = m->tape[1];
+    set_entry(&t0[T_LN], nc * sizeof(float));
+    set_entry(&t0[T_MEAN], N * sizeof(float));
+    set_entry(&t0[T_RSTD], N * sizeof(float));
+    set_entry(&t0[T_H], nh * sizeof(float));
+    set_entry(&t0[T_A], nh * sizeof(float));
+    set_entry(&t0[T_MASK], nc);
+    memcpy(t1, t0, sizeof m->tape[0]);
+    set_entry(&t1[T_A], 0);     /* option 1: no a (its entry is empty, never used) */
+    CHECK(ckpt_layout_compute(t0, T_COUNT, &m->tape_bytes[0]));
+    CHECK(ckpt_layout_compute(t1, T_COUNT, &m->tape_bytes[1]));
+    m->fws_bytes = nh * sizeof(float);
     set_entry(&m->ws[W_DM], nc * sizeof(float));
     set_entry(&m->ws[W_DA], nh * sizeof(float));
     set_entry(&m->ws[W_DLN], nc * sizeof(float));
@@ -456,19 +492,22 @@ static ckpt_result colsum_add(const Model *m, const float *a, int cols, float *p
     return LAUNCHED(colsum_finish_kernel);
 }
 
-/* One block forward on stream s. rng NULL: no dropout (the teacher, or p_drop = 0).
+/* One block forward on stream s, keeping tape option `option` (0 or 1) in tape; option 1 writes
+   a into fws (the forward workspace, N x H floats) instead. Every option computes the same y
+   from the same random numbers. rng NULL: no dropout (the teacher, or p_drop = 0).
    Matrices are row-major; cuBLAS is column-major, so a row-major R x K matrix is its K x R
    transpose there, and each product below is written transposed (h^T = W1 ln^T, and so on). */
 static ckpt_result block_forward(const Model *m, const Block *p, const float *x, float *y, void *tape,
-                                 const ckpt_philox *rng, cudaStream_t s)
+                                 int option, float *fws, const ckpt_philox *rng, cudaStream_t s)
 {
     const int N = m->N, C = m->C, H = m->H;
     const float one = 1.0f, zero = 0.0f;
-    float *ln = (float *)ckpt_layout_ptr(tape, m->tape, T_LN), *h = (float *)ckpt_layout_ptr(tape, m->tape, T_H);
-    float *mean = (float *)ckpt_layout_ptr(tape, m->tape, T_MEAN);
-    float *rstd = (float *)ckpt_layout_ptr(tape, m->tape, T_RSTD);
-    float *a = (float *)ckpt_layout_ptr(tape, m->tape, T_A);
-    uint8_t *mask = (uint8_t *)ckpt_layout_ptr(tape, m->tape, T_MASK);
+    const ckpt_layout_entry *lay = m->tape[option];
+    float *ln = (float *)ckpt_layout_ptr(tape, lay, T_LN), *h = (float *)ckpt_layout_ptr(tape, lay, T_H);
+    float *mean = (float *)ckpt_layout_ptr(tape, lay, T_MEAN);
+    float *rstd = (float *)ckpt_layout_ptr(tape, lay, T_RSTD);
+    float *a = option == 0 ? (float *)ckpt_layout_ptr(tape, lay, T_A) : fws;
+    uint8_t *mask = (uint8_t *)ckpt_layout_ptr(tape, lay, T_MASK);
     size_t nc = (size_t)N * C, nh = (size_t)N * H;
     ckpt_philox none = {0, 0, 0};
 
@@ -487,18 +526,21 @@ static ckpt_result block_forward(const Model *m, const Block *p, const float *x,
     return LAUNCHED(bias_dropout_residual_kernel);
 }
 
-/* One block backward on stream s: dx (may be NULL) = dL/dx; adds parameter gradients into g. */
+/* One block backward on stream s from a tape of option `option`: dx (may be NULL) = dL/dx; adds
+   parameter gradients into g. */
 static ckpt_result block_backward(const Model *m, const Block *p, const Block *g, const float *x,
-                                  const void *tape, const float *dy, float *dx, void *ws, cudaStream_t s)
+                                  const void *tape, int option, const float *dy, float *dx, void *ws,
+                                  cudaStream_t s)
 {
     const int N = m->N, C = m->C, H = m->H;
     const float one = 1.0f, zero = 0.0f;
-    const float *ln = (const float *)ckpt_layout_ptr(tape, m->tape, T_LN);
-    const float *h = (const float *)ckpt_layout_ptr(tape, m->tape, T_H);
-    const float *mean = (const float *)ckpt_layout_ptr(tape, m->tape, T_MEAN);
-    const float *rstd = (const float *)ckpt_layout_ptr(tape, m->tape, T_RSTD);
-    const float *a = (const float *)ckpt_layout_ptr(tape, m->tape, T_A);
-    const uint8_t *mask = (const uint8_t *)ckpt_layout_ptr(tape, m->tape, T_MASK);
+    const ckpt_layout_entry *lay = m->tape[option];
+    const float *ln = (const float *)ckpt_layout_ptr(tape, lay, T_LN);
+    const float *h = (const float *)ckpt_layout_ptr(tape, lay, T_H);
+    const float *mean = (const float *)ckpt_layout_ptr(tape, lay, T_MEAN);
+    const float *rstd = (const float *)ckpt_layout_ptr(tape, lay, T_RSTD);
+    const float *a = (const float *)ckpt_layout_ptr(tape, lay, T_A);
+    const uint8_t *mask = (const uint8_t *)ckpt_layout_ptr(tape, lay, T_MASK);
     float *dm = (float *)ckpt_layout_ptr(ws, m->ws, W_DM), *da = (float *)ckpt_layout_ptr(ws, m->ws, W_DA);
     float *dln = (float *)ckpt_layout_ptr(ws, m->ws, W_DLN), *part = (float *)ckpt_layout_ptr(ws, m->ws, W_PART);
     size_t nc = (size_t)N * C, nh = (size_t)N * H;
@@ -506,6 +548,11 @@ static ckpt_result block_backward(const Model *m, const Block *p, const Block *g
     dropout_backward_kernel<<<blocks_for(nc), THREADS, 0, s>>>(dy, mask, m->drop_scale, dm, nc);
     TRY(LAUNCHED(dropout_backward_kernel));
     TRY(colsum_add(m, dm, C, part, g->b2, s));
+    if (option == 1) {      /* a = GELU(h) into da's space, which da = dm W2 below overwrites */
+        gelu_kernel<<<blocks_for(nh), THREADS, 0, s>>>(h, da, nh);
+        TRY(LAUNCHED(gelu_kernel));
+        a = da;
+    }
     TRY(BLAS(cublasSetStream(m->blas, s)));
     TRY(BLAS(cublasSgemm(m->blas, CUBLAS_OP_N, CUBLAS_OP_T, H, C, N,      /* dW2 += dm^T a */
                          &one, a, H, dm, C, &one, g->w2, H)));
@@ -539,64 +586,107 @@ static ckpt_result block_backward(const Model *m, const Block *p, const Block *g
    that slot into the block's host gradients afterwards. Without it both are NULL and the block
    uses the model's own device buffers. */
 
+/* ctx->tape_option is the tape option to write (forward) or read (backward): 0, or 1 when the
+   stage declares it (session_open); option 1's forward needs the forward workspace. */
 static ckpt_result stage_forward(const ckpt_fwd_args *args)
 {
     const Model *m = (const Model *)args->ctx->user;
     const Block *p = &m->p[args->ctx->stage];
+    const int option = args->ctx->tape_option;
     Block slot;
+    if (option < 0 || option >= N_OPTIONS || (option == 1 && !args->workspace)) return CKPT_ERR_BAD_ARGUMENT;
     if (args->params) { carve((float *)args->params, m->C, m->H, &slot); p = &slot; }
     ckpt_philox rng;
     if (m->p_drop > 0.0f)       /* a recomputation gets the same range back: same mask */
         TRY(ckpt_ctx_rng(args->ctx, ((uint64_t)m->N * m->C + 3) / 4, &rng));
-    return block_forward(m, p, (const float *)args->in, (float *)args->out, args->tape,
-                         m->p_drop > 0.0f ? &rng : NULL, (cudaStream_t)args->ctx->stream);
+    return block_forward(m, p, (const float *)args->in, (float *)args->out, args->tape, option,
+                         (float *)args->workspace, m->p_drop > 0.0f ? &rng : NULL, (cudaStream_t)args->ctx->stream);
 }
 
 static ckpt_result stage_backward(const ckpt_bwd_args *args)
 {
     const Model *m = (const Model *)args->ctx->user;
     int l = args->ctx->stage;
+    const int option = args->ctx->tape_option;
     const Block *p = &m->p[l], *g = &m->g[l];
     Block pslot, gslot;
+    if (option < 0 || option >= N_OPTIONS) return CKPT_ERR_BAD_ARGUMENT;
     if (args->params) { carve((float *)args->params, m->C, m->H, &pslot); p = &pslot; }
     if (args->param_grads) { carve((float *)args->param_grads, m->C, m->H, &gslot); g = &gslot; }
-    return block_backward(m, p, g, (const float *)args->in, args->tape, (const float *)args->grad_out,
+    return block_backward(m, p, g, (const float *)args->in, args->tape, option, (const float *)args->grad_out,
                           (float *)args->grad_in, args->workspace, (cudaStream_t)args->ctx->stream);
 }
 
-/* Milliseconds of one block's forward and backward (median of 7, after a warm-up), timed with
-   events on stream s: the planner's costs. Leaves the gradients zero. */
-static void measure_block(Model *m, const ckpt_backend *be, cudaStream_t s, double *fwd_ms, double *bwd_ms)
+/* One block's times in ms, measured by measure_block. */
+typedef struct BlockTimes {
+    double fwd, bwd;            /* option 0's forward and backward: the planner's costs */
+    double bwd1;                /* the backward from a tape of option 1 (0 without options) */
+    double gelu;                /* gelu_kernel alone over N x H (cross-check of bwd1 - bwd; 0 without options) */
+} BlockTimes;
+
+/* One block's forward and backward times (medians of 7, after a warm-up rep), timed with events
+   on stream s: the planner's costs. With options, each rep also runs the forward and backward
+   in option 1, and gelu_kernel alone (the recompute that makes the difference). Leaves the
+   gradients zero. */
+static void measure_block(Model *m, const ckpt_backend *be, cudaStream_t s, int options, BlockTimes *t)
 {
-    enum { REPS = 8 };
-    size_t nc = (size_t)m->N * m->C;
+    enum { REPS = 8, EVENTS = 6 };
+    size_t nc = (size_t)m->N * m->C, nh = (size_t)m->N * m->H;
     float *x = (float *)dev_alloc(nc * sizeof(float)), *y = (float *)dev_alloc(nc * sizeof(float));
     float *dx = (float *)dev_alloc(nc * sizeof(float));
-    void *tape = dev_alloc(m->tape_bytes), *ws = dev_alloc(m->ws_bytes);
+    void *tape = dev_alloc(m->tape_bytes[0]), *ws = dev_alloc(m->ws_bytes);   /* option 0's tape is the larger */
+    float *fws = options ? (float *)dev_alloc(m->fws_bytes) : NULL;
     Rng rng = { 12345, 0 };
     CHECK(randn(be, &rng, x, nc, 0.0f, 1.0f, s));
     ckpt_philox drop;
     drop.key = 1; drop.base = 0; drop.count = (nc + 3) / 4;
-    cudaEvent_t ev[3];
-    for (int i = 0; i < 3; i++) CHECK(CU(cudaEventCreate(&ev[i])));
-    float f[REPS], b[REPS];
+    const ckpt_philox *dropp = m->p_drop > 0.0f ? &drop : NULL;
+    cudaEvent_t ev[EVENTS];
+    for (int i = 0; i < EVENTS; i++) CHECK(CU(cudaEventCreate(&ev[i])));
+    float f[REPS], b[REPS], b1[REPS], g1[REPS];
     for (int rep = 0; rep < REPS; rep++) {
         CHECK(CU(cudaEventRecord(ev[0], s)));
-        CHECK(block_forward(m, &m->p[0], x, y, tape, m->p_drop > 0.0f ? &drop : NULL, s));
+        CHECK(block_forward(m, &m->p[0], x, y, tape, 0, NULL, dropp, s));
         CHECK(CU(cudaEventRecord(ev[1], s)));
-        CHECK(block_backward(m, &m->p[0], &m->g[0], x, tape, y, dx, ws, s));
+        CHECK(block_backward(m, &m->p[0], &m->g[0], x, tape, 0, y, dx, ws, s));
         CHECK(CU(cudaEventRecord(ev[2], s)));
-        CHECK(CU(cudaEventSynchronize(ev[2])));
+        if (options) {
+            CHECK(block_forward(m, &m->p[0], x, y, tape, 1, fws, dropp, s));
+            CHECK(CU(cudaEventRecord(ev[3], s)));
+            CHECK(block_backward(m, &m->p[0], &m->g[0], x, tape, 1, y, dx, ws, s));
+            CHECK(CU(cudaEventRecord(ev[4], s)));
+            gelu_kernel<<<blocks_for(nh), THREADS, 0, s>>>((const float *)ckpt_layout_ptr(tape, m->tape[1], T_H),
+                                                           fws, nh);
+            CHECK(LAUNCHED(gelu_kernel));
+            CHECK(CU(cudaEventRecord(ev[5], s)));
+        }
+        CHECK(CU(cudaEventSynchronize(ev[options ? 5 : 2])));
         CHECK(CU(cudaEventElapsedTime(&f[rep], ev[0], ev[1])));
         CHECK(CU(cudaEventElapsedTime(&b[rep], ev[1], ev[2])));
+        if (options) {
+            CHECK(CU(cudaEventElapsedTime(&b1[rep], ev[3], ev[4])));
+            CHECK(CU(cudaEventElapsedTime(&g1[rep], ev[4], ev[5])));
+        }
     }
-    *fwd_ms = median(f + 1, REPS - 1);     /* rep 0 warms up (cuBLAS loads its kernels) */
-    *bwd_ms = median(b + 1, REPS - 1);
+    t->fwd = median(f + 1, REPS - 1);     /* rep 0 warms up (cuBLAS loads its kernels) */
+    t->bwd = median(b + 1, REPS - 1);
+    t->bwd1 = options ? median(b1 + 1, REPS - 1) : 0.0;
+    t->gelu = options ? median(g1 + 1, REPS - 1) : 0.0;
     CHECK(CU(cudaMemsetAsync(m->grads, 0, m->n_params * sizeof(float), s)));
     CHECK(CU(cudaStreamSynchronize(s)));
-    for (int i = 0; i < 3; i++) CHECK(CU(cudaEventDestroy(ev[i])));
+    for (int i = 0; i < EVENTS; i++) CHECK(CU(cudaEventDestroy(ev[i])));
     CHECK(CU(cudaFree(x))); CHECK(CU(cudaFree(y))); CHECK(CU(cudaFree(dx)));
     CHECK(CU(cudaFree(tape))); CHECK(CU(cudaFree(ws)));
+    if (fws) CHECK(CU(cudaFree(fws)));
+}
+
+/* Tape option 1's bwd_extra from the measured times: what its backward takes beyond option 0's,
+   at least 0.001 ms (a difference of two medians may come out below 0 when the recompute is
+   small; 0 would make option 1 free for the planner). */
+static double option1_extra(const BlockTimes *t)
+{
+    double d = t->bwd1 - t->bwd;
+    return d > 1e-3 ? d : 1e-3;
 }
 
 /* ---- training -------------------------------------------------------------------------------- */
@@ -604,6 +694,7 @@ static void measure_block(Model *m, const ckpt_backend *be, cudaStream_t s, doub
 typedef struct Config {
     int C, L, N, steps, warmup, tf32;
     int stream;                 /* parameter streaming: parameters and gradients in pinned host memory */
+    int no_options;             /* --no-options: declare no tape option (option 0 only, as before) */
     float p_drop, lr;
     double budget_frac;
     double bandwidth_gbs;       /* > 0: an offload run, planned for a link of this many GB/s each way */
@@ -616,7 +707,7 @@ static Config default_config(void)
     memset(&c, 0, sizeof c);
     c.C = 768; c.L = 12; c.N = 4096; c.steps = 10; c.warmup = 1; c.tf32 = 0;
     c.p_drop = 0.1f; c.lr = 0.1f; c.budget_frac = 0.4; c.budget = 0; c.seed = 42;
-    c.stream = 0; c.bandwidth_gbs = 0.0;
+    c.stream = 0; c.bandwidth_gbs = 0.0; c.no_options = 0;
     return c;
 }
 
@@ -628,6 +719,8 @@ typedef struct Batch {          /* device buffers of one step; the caller owns X
 
 typedef struct Run {
     ckpt_policy policy;
+    const char *label;          /* the table's name for it; NULL: the policy's */
+    uint64_t budget;            /* the budget it was planned for (0: none) */
     int feasible;
     ckpt_plan_info info;
     ckpt_chain_stats stats;     /* also pool_bytes (offload), param_loads and slot_bytes (streaming) */
@@ -635,7 +728,17 @@ typedef struct Run {
     uint64_t driver_bytes;      /* cudaMemGetInfo: free bytes before the chain less the least free after each step */
     double ms_per_step, first_loss, loss;
     float *grads;               /* host: the last step's parameter gradients, then the input gradient */
+    char *tape_opts;            /* per block, the tape option its F kept ('0' + option), L chars */
+    int n_opt1;                 /* blocks whose F kept tape option 1 */
 } Run;
+
+static void run_free(Run *r)
+{
+    free(r->grads);
+    free(r->tape_opts);
+    r->grads = NULL;
+    r->tape_opts = NULL;
+}
 
 /* Everything the runs share: the GPU, both models, the measured stage costs, the batch. */
 typedef struct Session {
@@ -645,7 +748,9 @@ typedef struct Session {
     cublasHandle_t blas;
     Model model, teacher;
     float *init;                /* device: the model's initial parameters */
-    double fwd_ms, bwd_ms;      /* one block, measured */
+    double fwd_ms, bwd_ms;      /* one block, measured (option 0) */
+    double bwd1_ms, gelu_ms;    /* with options: its backward in option 1, and gelu_kernel alone */
+    double bwd_extra_ms;        /* tape option 1's bwd_extra: bwd1_ms - bwd_ms, at least 0.001 */
     ckpt_stage_desc *stages;
     Batch batch;
     /* --stream: the model's parameters and their gradients in pinned host memory (n_params floats
@@ -660,7 +765,7 @@ static ckpt_result teacher_forward(const Model *t, Batch *b, cudaStream_t s)
     const float *in = b->x;
     for (int l = 0; l < t->L; l++) {
         float *out = l == t->L - 1 ? b->target : b->tmp[l % 2];
-        TRY(block_forward(t, &t->p[l], in, out, b->tape, NULL, s));
+        TRY(block_forward(t, &t->p[l], in, out, b->tape, 0, NULL, NULL, s));
         in = out;
     }
     return CKPT_OK;
@@ -713,7 +818,13 @@ static void session_open(Session *ss, const Config *cfg, const char *prog)
     CHECK(CU(cudaMemcpyAsync(ss->init, ss->model.params, ss->model.n_params * sizeof(float),
                              cudaMemcpyDeviceToDevice, ss->stream)));
 
-    measure_block(&ss->model, &ss->be, ss->stream, &ss->fwd_ms, &ss->bwd_ms);
+    BlockTimes bt;
+    measure_block(&ss->model, &ss->be, ss->stream, !cfg->no_options, &bt);
+    ss->fwd_ms = bt.fwd;
+    ss->bwd_ms = bt.bwd;
+    ss->bwd1_ms = bt.bwd1;
+    ss->gelu_ms = bt.gelu;
+    ss->bwd_extra_ms = cfg->no_options ? 0.0 : option1_extra(&bt);
     ss->stages = (ckpt_stage_desc *)xcalloc(cfg->L, sizeof(ckpt_stage_desc));
     for (int l = 0; l < cfg->L; l++) {
         ckpt_stage_desc *st = &ss->stages[l];
@@ -722,10 +833,16 @@ static void session_open(Session *ss, const Config *cfg, const char *prog)
         st->backward = stage_backward;
         st->user = &ss->model;
         st->out_bytes = (size_t)cfg->N * cfg->C * sizeof(float);
-        st->tape_bytes = ss->model.tape_bytes;
-        st->bwd_workspace_bytes = ss->model.ws_bytes;
+        st->tape_bytes = ss->model.tape_bytes[0];
+        st->bwd_workspace_bytes = ss->model.ws_bytes;      /* option 1 recomputes a inside it: no more */
         st->fwd_time = ss->fwd_ms;      /* milliseconds: plan times are in ms too */
         st->bwd_time = ss->bwd_ms;
+        if (!cfg->no_options) {         /* option 1: no a */
+            st->n_tape_options = 1;
+            st->tape_options[0].tape_bytes = ss->model.tape_bytes[1];
+            st->tape_options[0].bwd_extra = ss->bwd_extra_ms;
+            st->fwd_workspace_bytes = ss->model.fws_bytes;  /* option 1's a; option 0's F gets it unused */
+        }
     }
     if (cfg->stream) {      /* pinned, so that the library's loads overlap compute */
         size_t bytes = ss->model.n_params * sizeof(float);
@@ -749,7 +866,7 @@ static void session_open(Session *ss, const Config *cfg, const char *prog)
     b->dx = (float *)dev_alloc(nc * sizeof(float));
     b->tmp[0] = (float *)dev_alloc(nc * sizeof(float));
     b->tmp[1] = (float *)dev_alloc(nc * sizeof(float));
-    b->tape = dev_alloc(ss->teacher.tape_bytes);
+    b->tape = dev_alloc(ss->teacher.tape_bytes[0]);
     b->loss_part = (double *)dev_alloc(LOSS_BLOCKS * sizeof(double));
     b->loss = (double *)dev_alloc(sizeof(double));
     CHECK(CU(cudaStreamSynchronize(ss->stream)));
@@ -779,11 +896,26 @@ static void host_sgd(float *p, const float *g, float lr, size_t n)
     for (size_t i = 0; i < n; i++) p[i] -= lr * g[i];
 }
 
-/* Trains the model from its initial weights under one plan (warmup + steps steps); fills run.
-   Every run sees the same data and dropout. The step time is the median of the timed steps.
-   With --stream the parameters and gradients are the pinned host copies, and the SGD update runs
-   on the host after the timed part of the step. */
-static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
+/* The tape option of the F that kept each stage's tape in the chain's plan, into run. (An F
+   that keeps no tape runs the scratch option, the smallest tape: option 1 when declared.) */
+static void plan_options(const ckpt_chain *chain, int L, Run *run)
+{
+    int n_ops;
+    const ckpt_op *ops = ckpt_plan_ops(ckpt_chain_get_plan(chain), &n_ops);
+    run->tape_opts = (char *)xcalloc((size_t)L + 1, 1);
+    memset(run->tape_opts, '0', (size_t)L);
+    for (int k = 0; k < n_ops; k++)
+        if (ops[k].kind == CKPT_OP_F && ops[k].tape) run->tape_opts[ops[k].stage - 1] = (char)('0' + ops[k].option);
+    run->n_opt1 = 0;
+    for (int l = 0; l < L; l++) run->n_opt1 += run->tape_opts[l] == '1';
+}
+
+/* Trains the model from its initial weights under one plan (warmup + steps steps): pd, or with
+   ops non-NULL the schedule ops (ckpt_chain_set_schedule); fills run. Every run sees the same
+   data and dropout. The step time is the median of the timed steps. With --stream the
+   parameters and gradients are the pinned host copies, and the SGD update runs on the host
+   after the timed part of the step. */
+static void train_plan(Session *ss, const ckpt_plan_desc *pd, const ckpt_op *ops, int n_ops, Run *run)
 {
     const Config *cfg = &ss->cfg;
     Model *m = &ss->model;
@@ -791,7 +923,8 @@ static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
     cudaStream_t s = ss->stream;
     size_t nc = (size_t)m->N * m->C, param_bytes = m->n_params * sizeof(float);
     memset(run, 0, sizeof *run);
-    run->policy = pd->policy;
+    run->policy = ops ? CKPT_POLICY_CUSTOM : pd->policy;
+    run->budget = ops ? 0 : pd->budget;
     if (ss->host_params)    /* synchronous: the host copy is complete before the chain loads it */
         CHECK(CU(cudaMemcpy(ss->host_params, ss->init, param_bytes, cudaMemcpyDeviceToHost)));
     else
@@ -812,13 +945,15 @@ static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
     free_min = free0;
     CHECK(ckpt_cuda_reset_peak(&ss->be));
     CHECK(ckpt_chain_create(&cd, &chain));
-    ckpt_result r = ckpt_chain_plan(chain, pd, &run->info);
+    ckpt_result r = ops ? ckpt_chain_set_schedule(chain, ops, n_ops, &run->info)
+                        : ckpt_chain_plan(chain, pd, &run->info);
     if (r == CKPT_ERR_INFEASIBLE) {
         ckpt_chain_destroy(chain);
         return;
     }
     CHECK(r);
     run->feasible = 1;
+    plan_options(chain, m->L, run);
 
     int total = cfg->warmup + cfg->steps;
     float *ms = (float *)xcalloc(total, sizeof(float));
@@ -871,6 +1006,33 @@ static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
     ckpt_chain_destroy(chain);
 }
 
+static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
+{
+    train_plan(ss, pd, NULL, 0, run);
+}
+
+/* Store-all's schedule with every F keeping tape option `option`: F(1..L), then B(L..1). */
+static ckpt_op *store_all_ops(int L, int option, int *n_ops)
+{
+    ckpt_op *ops = (ckpt_op *)xcalloc(2 * (size_t)L, sizeof *ops);
+    for (int i = 0; i < L; i++) {
+        ops[i].kind = CKPT_OP_F; ops[i].stage = i + 1; ops[i].tape = 1; ops[i].option = option;
+        ops[L + i].kind = CKPT_OP_B; ops[L + i].stage = L - i;
+    }
+    *n_ops = 2 * L;
+    return ops;
+}
+
+/* Trains it under store-all's schedule with every F keeping tape option `option`, into run. */
+static void train_store_all(Session *ss, int option, const char *label, Run *run)
+{
+    int n_ops;
+    ckpt_op *ops = store_all_ops(ss->cfg.L, option, &n_ops);
+    train_plan(ss, NULL, ops, n_ops, run);
+    run->label = label;
+    free(ops);
+}
+
 /* Whether two runs' last gradients (parameters and input) are bit-identical. */
 static int same_grads(const Session *ss, const Run *a, const Run *b)
 {
@@ -878,10 +1040,11 @@ static int same_grads(const Session *ss, const Run *a, const Run *b)
     return memcmp(a->grads, b->grads, n * sizeof(float)) == 0;
 }
 
-/* "every-k (k=3)" or the policy's name. */
+/* The run's label, "every-k (k=3)" or the policy's name. */
 static const char *run_name(const Run *r, char *buf, size_t size)
 {
-    if (r->policy == CKPT_POLICY_EVERY_K && r->feasible) snprintf(buf, size, "every-k (k=%d)", r->info.k);
+    if (r->label) snprintf(buf, size, "%s", r->label);
+    else if (r->policy == CKPT_POLICY_EVERY_K && r->feasible) snprintf(buf, size, "every-k (k=%d)", r->info.k);
     else snprintf(buf, size, "%s", ckpt_policy_name(r->policy));
     return buf;
 }
@@ -901,6 +1064,16 @@ static int parse_model_flag(Config *cfg, const char *a, const char *v)
     return 1;
 }
 
+/* Parses one flag without a value that the benchmark shares; 0 when the name is not one. */
+static int parse_model_switch(Config *cfg, const char *a)
+{
+    if (!strcmp(a, "--tf32")) cfg->tf32 = 1;
+    else if (!strcmp(a, "--stream")) cfg->stream = 1;
+    else if (!strcmp(a, "--no-options")) cfg->no_options = 1;
+    else return 0;
+    return 1;
+}
+
 static int config_ok(const Config *cfg)
 {
     return cfg->C >= 1 && cfg->L >= 1 && cfg->N >= 1 && cfg->steps >= 1 && cfg->p_drop >= 0.0f &&
@@ -916,10 +1089,11 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]\n"
             "          [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream]\n"
-            "          [--tf32]\n"
+            "          [--tf32] [--no-options]\n"
             "defaults: --width 768 --depth 12 --batch 4096 --steps 10 (timed, after 1 warm-up step)\n"
             "          --dropout 0.1 --lr 0.1 --seed 42 --budget-frac 0.4 (of store-all's peak);\n"
-            "          no offload row; parameters on the device; FP32 GEMMs (--tf32: TF32 tensor cores)\n",
+            "          no offload row; parameters on the device; FP32 GEMMs (--tf32: TF32 tensor cores);\n"
+            "          tape option 1 declared (--no-options: option 0 only)\n",
             prog);
     exit(2);
 }
@@ -928,8 +1102,7 @@ static void parse_args(int argc, char **argv, Config *cfg)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--tf32")) { cfg->tf32 = 1; continue; }
-        if (!strcmp(a, "--stream")) { cfg->stream = 1; continue; }
+        if (parse_model_switch(cfg, a)) continue;
         if (i + 1 >= argc) usage(argv[0]);
         const char *v = argv[++i];
         if (parse_model_flag(cfg, a, v)) continue;
@@ -946,36 +1119,72 @@ int main(int argc, char **argv)
     parse_args(argc, argv, &cfg);
     Session ss;
     session_open(&ss, &cfg, "mlp_cuda");
+    const int options = !cfg.no_options;
 
-    /* Store-all first: it is the reference, and the budget is a fraction of its peak. The offload
-       row (last) runs only with --bandwidth. */
-    const ckpt_policy policies[] = { CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
-                                     CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD };
-    enum { N_POLICIES = sizeof policies / sizeof policies[0] };
-    int n_policies = cfg.bandwidth_gbs > 0.0 ? N_POLICIES : N_POLICIES - 1;
-    Run runs[N_POLICIES];
-    int match[N_POLICIES];      /* gradients bit-identical to store-all's */
+    /* The rows. Store-all first: it is the reference, and the budget is a fraction of its peak.
+       With tape options, two more: store-all's schedule keeping every tape in option 1, and the
+       optimal policy at that schedule's peak. The offload row (last) runs only with --bandwidth. */
+    enum { MAX_ROWS = 8 };
+    Run runs[MAX_ROWS];
+    int match[MAX_ROWS];        /* gradients bit-identical to store-all's */
+    int n_rows = 0, all1 = -1, opt1 = -1;   /* the rows "store-all opt1" and "optimal b=opt1" */
     uint64_t budget = cfg.budget;
-    for (int i = 0; i < n_policies; i++) {
+    const ckpt_policy policies[] = { CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL };
+    for (int i = -1; i < (int)(sizeof policies / sizeof policies[0]) + 2; i++) {
         ckpt_plan_desc pd;
         memset(&pd, 0, sizeof pd);
-        pd.policy = policies[i];
-        pd.budget = i == 0 ? 0 : budget;    /* every-k gets k = 0: the best k that fits */
-        if (pd.policy == CKPT_POLICY_OFFLOAD)
+        Run *r = &runs[n_rows];
+        if (i == -1) {                  /* store-all, no budget */
+            pd.policy = CKPT_POLICY_STORE_ALL;
+            train(&ss, &pd, r);
+            if (budget == 0)            /* at least 1: a budget of 0 would mean "no limit" */
+                budget = (uint64_t)(cfg.budget_frac * (double)r->info.peak) + 1;
+        } else if (i < (int)(sizeof policies / sizeof policies[0])) {
+            pd.policy = policies[i];
+            pd.budget = budget;         /* every-k gets k = 0: the best k that fits */
+            train(&ss, &pd, r);
+        } else if (i == (int)(sizeof policies / sizeof policies[0])) {
+            if (!options) continue;
+            pd.policy = CKPT_POLICY_OPTIMAL;
+            pd.budget = runs[all1].info.peak;
+            train(&ss, &pd, r);
+            r->label = "optimal b=opt1";
+            opt1 = n_rows;
+        } else {
+            if (cfg.bandwidth_gbs <= 0.0) continue;
+            pd.policy = CKPT_POLICY_OFFLOAD;
+            pd.budget = budget;
             pd.bandwidth = cfg.bandwidth_gbs * 1e9 / 1e3;   /* bytes per ms: stage times are in ms */
-        train(&ss, &pd, &runs[i]);
-        if (i == 0 && budget == 0)      /* at least 1: a budget of 0 would mean "no limit" */
-            budget = (uint64_t)(cfg.budget_frac * (double)runs[0].info.peak) + 1;
-        match[i] = runs[i].feasible && same_grads(&ss, &runs[i], &runs[0]);
-        if (i > 0) { free(runs[i].grads); runs[i].grads = NULL; }   /* keep only the reference */
+            train(&ss, &pd, r);
+        }
+        match[n_rows] = r->feasible && same_grads(&ss, r, &runs[0]);
+        if (n_rows > 0) { free(r->grads); r->grads = NULL; }    /* keep only the reference */
+        n_rows++;
+        if (i == -1 && options) {       /* store-all's schedule, every tape in option 1 */
+            r = &runs[n_rows];
+            train_store_all(&ss, 1, "store-all opt1", r);
+            match[n_rows] = same_grads(&ss, r, &runs[0]);
+            free(r->grads);
+            r->grads = NULL;
+            all1 = n_rows++;
+        }
     }
 
+    const Model *m = &ss.model;
     cudaDeviceProp prop;
     CHECK(CU(cudaGetDeviceProperties(&prop, 0)));
     printf("%s, %s GEMMs\n", prop.name, cfg.tf32 ? "TF32" : "FP32");
     printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d+%d steps (warm-up+timed); "
            "one block: fwd %.3f ms, bwd %.3f ms\n", cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop, cfg.warmup,
            cfg.steps, ss.fwd_ms, ss.bwd_ms);
+    if (options) {
+        printf("tape option 1 (no GELU output a, recomputed in backward): tape %zu bytes per block (option 0: %zu), "
+               "forward workspace %zu bytes;\n", m->tape_bytes[1], m->tape_bytes[0], m->fws_bytes);
+        printf("  bwd_extra %.3f ms: backward in option 1 %.3f ms less option 0's %.3f (medians, at least 0.001); "
+               "cross-check: the GELU recompute alone %.3f ms\n", ss.bwd_extra_ms, ss.bwd1_ms, ss.bwd_ms, ss.gelu_ms);
+    } else {
+        printf("tape options off (--no-options): every block keeps option 0, %zu bytes of tape\n", m->tape_bytes[0]);
+    }
     printf("budget %llu bytes (store-all peak %llu); loss at step 1: %.6e\n", (unsigned long long)budget,
            (unsigned long long)runs[0].info.peak, runs[0].first_loss);
     if (cfg.bandwidth_gbs > 0.0)
@@ -985,13 +1194,13 @@ int main(int argc, char **argv)
         printf("parameter streaming: each block's %zu bytes of parameters and float gradients in pinned host "
                "memory; SGD on the host, after the timed part of each step\n",
                ss.model.block_floats * sizeof(float));
-    printf("\n%-14s %12s %12s %12s %12s %12s %9s %7s %7s %12s", "policy", "planned B", "used B", "device B",
-           "driver B", "pinned B", "ms/step", "pred x", "meas x", "final loss");
+    printf("\n%-14s %12s %12s %12s %12s %12s %9s %7s %7s %4s %12s", "policy", "planned B", "used B", "device B",
+           "driver B", "pinned B", "ms/step", "pred x", "meas x", "opt1", "final loss");
     if (cfg.stream) printf(" %10s %12s", "loads/step", "slot B");
     printf(" %s\n", "grads bit-identical");
     const Run *ref = &runs[0];
     int all_match = 1;
-    for (int i = 0; i < n_policies; i++) {
+    for (int i = 0; i < n_rows; i++) {
         const Run *r = &runs[i];
         char name[32];
         run_name(r, name, sizeof name);
@@ -1000,16 +1209,18 @@ int main(int argc, char **argv)
             continue;
         }
         all_match &= match[i];
-        printf("%-14s %12llu %12llu %12llu %12llu %12llu %9.3f %7.3f %7.3f %12.6e", name,
+        printf("%-14s %12llu %12llu %12llu %12llu %12llu %9.3f %7.3f %7.3f %4d %12.6e", name,
                (unsigned long long)r->info.peak, (unsigned long long)r->stats.arena_high_water,
                (unsigned long long)r->device_peak, (unsigned long long)r->driver_bytes,
                (unsigned long long)r->stats.pool_bytes, r->ms_per_step,
-               r->info.time / r->info.store_all_time, r->ms_per_step / ref->ms_per_step, r->loss);
+               r->info.time / ref->info.time, r->ms_per_step / ref->ms_per_step, r->n_opt1, r->loss);
         if (cfg.stream)
             printf(" %10.2f %12llu", r->stats.steps ? (double)r->stats.param_loads / (double)r->stats.steps : 0.0,
                    (unsigned long long)r->stats.slot_bytes);
         printf(" %s\n", match[i] ? "yes" : "no");
-        if (r->stats.arena_high_water > r->stats.arena_bytes || r->stats.arena_bytes != r->info.arena)
+        /* (ckpt_chain_set_schedule's info has no arena: 0) */
+        if (r->stats.arena_high_water > r->stats.arena_bytes ||
+            (r->policy != CKPT_POLICY_CUSTOM && r->stats.arena_bytes != r->info.arena))
             fprintf(stderr, "warning: %s: arena bytes used %llu, allocated %llu, planned %llu\n", name,
                     (unsigned long long)r->stats.arena_high_water, (unsigned long long)r->stats.arena_bytes,
                     (unsigned long long)r->info.arena);
@@ -1018,17 +1229,38 @@ int main(int argc, char **argv)
             fprintf(stderr, "warning: %s: device peak %llu differs from the arena's %llu bytes plus the slots' %llu\n",
                     name, (unsigned long long)r->device_peak, (unsigned long long)r->stats.arena_bytes,
                     (unsigned long long)r->stats.slot_bytes);
-        if (i > 0 && r->info.peak > budget)
+        if (r->budget && r->info.peak > r->budget)
             fprintf(stderr, "warning: %s: planned peak %llu exceeds the budget %llu\n", name,
-                    (unsigned long long)r->info.peak, (unsigned long long)budget);
+                    (unsigned long long)r->info.peak, (unsigned long long)r->budget);
     }
     printf("\n(device B: the bytes the CUDA backend allocated: the arena, planned peak plus the gaps of its "
            "fixed layout%s; driver B: the device memory cudaMemGetInfo saw taken while the chain lived, the "
            "driver's rounding included; pinned B: offload's pinned host pool%s)\n",
            cfg.stream ? ", plus the streaming slots (slot B)" : "",
            cfg.stream ? "; loads/step: parameter copies to the device per step (store-all: 2 x blocks)" : "");
+    if (options) {
+        /* The option-1 schedule must keep option 1 everywhere; the optimal policy at its peak may
+           not be slower than it (it is one of the schedules optimal searches). */
+        const Run *a1 = &runs[all1], *o1 = &runs[opt1];
+        if (a1->n_opt1 != cfg.L) {
+            fprintf(stderr, "error: store-all opt1 kept option 1 in %d of %d blocks\n", a1->n_opt1, cfg.L);
+            all_match = 0;
+        }
+        if (o1->feasible && o1->info.time > a1->info.time * (1.0 + 1e-12))
+            fprintf(stderr, "warning: optimal at store-all opt1's peak predicts %.6f ms, store-all opt1 %.6f ms\n",
+                    o1->info.time, a1->info.time);
+        printf("\nopt1: blocks whose F kept tape option 1. store-all opt1: store-all's schedule with every F keeping "
+               "option 1\n(ckpt_chain_set_schedule); optimal b=opt1: the optimal policy at that schedule's peak.\n");
+        printf("tape option each block's F kept (block 1 first; an F that keeps no tape runs option 1, the "
+               "smaller):\n");
+        for (int i = 0; i < n_rows; i++) {
+            char name[32];
+            run_name(&runs[i], name, sizeof name);
+            if (runs[i].feasible) printf("  %-14s %s\n", name, runs[i].tape_opts);
+        }
+    }
 
-    free(runs[0].grads);
+    for (int i = 0; i < n_rows; i++) run_free(&runs[i]);
     session_close(&ss);
     return all_match ? 0 : 1;
 }
