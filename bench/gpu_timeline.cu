@@ -18,7 +18,8 @@
    Build (from the repository root):
        nvcc -O2 -arch=sm_90 -I. bench/gpu_timeline.cu -o gpu_timeline -lcublas
    Run:
-       ./gpu_timeline [model flags of mlp_cuda: --width --depth --batch --dropout --seed --tf32]
+       ./gpu_timeline [model flags of mlp_cuda: --width --depth --batch --dropout --seed --tf32
+                       --no-options]
                       [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--budget-frac F]
                       [--bandwidth GB_PER_S] [--stream] [--warmup W] [--trace FILE]
    Exit status 0; 1 on an error; 77 when there is no usable GPU (skipped).
@@ -141,7 +142,7 @@ static void json_string(FILE *f, const char *s)
 static void usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s [--width C] [--depth L] [--batch N] [--dropout P] [--seed S] [--tf32]\n"
+            "usage: %s [--width C] [--depth L] [--batch N] [--dropout P] [--seed S] [--tf32] [--no-options]\n"
             "          [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--budget-frac F]\n"
             "          [--bandwidth GB_PER_S] [--stream] [--warmup W] [--trace FILE]\n", prog);
     exit(2);
@@ -149,14 +150,13 @@ static void usage(const char *prog)
 
 int main(int argc, char **argv)
 {
-    (void)train; (void)same_grads; (void)run_name;     /* mlp_cuda.cu's, used by its other includers */
+    (void)train; (void)train_store_all; (void)run_free; (void)same_grads; (void)run_name;  /* for mlp_cuda's other includers */
     Config cfg = default_config();
     const char *trace = NULL, *policy_name = "optimal";
     int warmup = 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--tf32")) { cfg.tf32 = 1; continue; }
-        if (!strcmp(a, "--stream")) { cfg.stream = 1; continue; }
+        if (parse_model_switch(&cfg, a)) continue;
         if (i + 1 >= argc) usage(argv[0]);
         const char *v = argv[++i];
         if (parse_model_flag(&cfg, a, v)) continue;
