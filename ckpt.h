@@ -279,8 +279,9 @@
      synchronize     (stream NULL) at the end of every ckpt_backward, so that gradients are
                      complete when it returns; an error there fails the step.
      range_push/pop  around every scheduled operation, when set, with a label such as "F3+ attn"
-                     (forward of stage 3 keeping its tape), "F3 attn" (tape not kept), "B3 attn",
-                     "O X3" or "P T3" (offload or prefetch of boundary 3 or tape 3).
+                     (forward of stage 3 keeping its tape), "F3+/1 attn" (keeping tape option 1),
+                     "F3 attn" (tape not kept), "B3 attn", "O X3" or "P T3" (offload or prefetch of
+                     boundary 3 or tape 3), "W T3" (compute waits for that copy).
      alloc_pinned, free_pinned
                      once per plan that offloads, for the pinned pool (ckpt_chain_stats.pool_bytes,
                      freed and allocated with the arena),
@@ -445,8 +446,8 @@ typedef struct ckpt_backend {
     ckpt_result (*event_synchronize)(void *state, void *event);
     ckpt_result (*event_elapsed_ms)(void *state, void *start, void *end, float *ms);
     /* Profiler ranges: range_push(label) before every scheduled operation and range_pop after it
-       (NVTX on CUDA). NULL: none. The label ("F3+ name", "F3 name", "B3 name") is valid only
-       during the call. */
+       (NVTX on CUDA). NULL: none. The label ("F3+ name", "F3+/1 name", "B3 name", "O X3": see
+       WRITING A BACKEND) is valid only during the call. */
     void (*range_push)(void *state, const char *label);
     void (*range_pop)(void *state);
 } ckpt_backend;
@@ -4543,12 +4544,14 @@ static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, cons
     return r == CKPT_OK ? CKPT_OK : _ckpt_fail_stage(ch, i, "backward", r);
 }
 
-/* Names the operation for a profiler: "F3+ name", "F3 name", "B3 name", "O X3", "P T3", "W T3". */
+/* Names the operation for a profiler: "F3+ name", "F3+/1 name", "F3 name", "B3 name", "O X3", "P T3", "W T3". */
 static void _ckpt_range_push(ckpt_chain *ch, const ckpt_op *op) {
     char label[96];
     if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P || op->kind == CKPT_OP_W)
         snprintf(label, sizeof label, "%c %c%d", op->kind == CKPT_OP_O ? 'O' : op->kind == CKPT_OP_P ? 'P' : 'W',
                  op->tape ? 'T' : 'X', op->stage);
+    else if (op->kind == CKPT_OP_F && op->tape && op->option)      /* ckpt-plan's text form: F3+/1 */
+        snprintf(label, sizeof label, "F%d+/%d %s", op->stage, op->option, _ckpt_stage_name(ch, op->stage - 1));
     else
         snprintf(label, sizeof label, "%c%d%s %s", op->kind == CKPT_OP_F ? 'F' : 'B', op->stage,
                  op->kind == CKPT_OP_F && op->tape ? "+" : "", _ckpt_stage_name(ch, op->stage - 1));

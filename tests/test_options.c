@@ -232,6 +232,15 @@ static void make_case(chain_case *c) {
 
 static int option_plans, option_tapes;   /* plans that kept a tape in an option other than 0 */
 
+/* The executor's profiler labels: "F3+/1 name" names a tape kept in option 1. */
+static int label_options, label_option_sum;
+static void label_push(void *state, const char *label) {
+    const char *p = strstr(label, "+/");
+    (void)state;
+    if (label[0] == 'F' && p) { label_options++; label_option_sum += atoi(p + 2); }
+}
+static void label_pop(void *state) { (void)state; }
+
 /* Two steps under a plan (pd) or a schedule (ops); 0 when planning was infeasible. */
 static int run(chain_case *c, const ckpt_plan_desc *pd, const ckpt_op *ops, int n_ops, grads *g, ckpt_backend *be,
                const char *what) {
@@ -257,6 +266,7 @@ static int run(chain_case *c, const ckpt_plan_desc *pd, const ckpt_op *ops, int 
     CHECK(r == CKPT_OK, "%s: plan: %s", what, ckpt_result_string(r));
     if (r != CKPT_OK) { ckpt_chain_destroy(ch); return 0; }
     memset(g, 0, sizeof *g);
+    label_options = label_option_sum = 0;
     for (step = 0; step < 2; step++) {
         const void *out = NULL;
         r = ckpt_forward(ch, c->x, &out);
@@ -277,10 +287,14 @@ static int run(chain_case *c, const ckpt_plan_desc *pd, const ckpt_op *ops, int 
           "%s: high water %llu, arena %llu (planned %llu)", what, (unsigned long long)stats.arena_high_water,
           (unsigned long long)stats.arena_bytes, (unsigned long long)info.arena);
     {   /* the plan's options, as its ops say, are what the callbacks ran */
-        int n_plan_ops, k, nz = 0;
+        int n_plan_ops, k, nz = 0, sum = 0;
         const ckpt_op *po = ckpt_plan_ops(ckpt_chain_get_plan(ch), &n_plan_ops);
-        for (k = 0; k < n_plan_ops; k++) nz += po[k].kind == CKPT_OP_F && po[k].tape && po[k].option != 0;
+        for (k = 0; k < n_plan_ops; k++)
+            if (po[k].kind == CKPT_OP_F && po[k].tape && po[k].option != 0) { nz++; sum += po[k].option; }
         CHECK(2 * nz == runs_nz, "%s: %d kept tapes in options 1..2 per step planned, %d run in 2 steps", what, nz, runs_nz);
+        CHECK(label_options == 2 * nz && label_option_sum == 2 * sum,
+              "%s: profiler labels name %d option tapes (options summing to %d) in 2 steps, the plan %d per step (%d)",
+              what, label_options, label_option_sum, nz, sum);
         if (pd && nz) { option_plans++; option_tapes += nz; }
     }
     ckpt_chain_destroy(ch);
@@ -294,6 +308,8 @@ static void executor(void) {
     const ckpt_policy policies[] = {CKPT_POLICY_OPTIMAL, CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K,
                                     CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY, CKPT_POLICY_OFFLOAD};
     if (ckpt_cpu_backend_create(NULL, &be) != CKPT_OK) { CHECK(0, "cpu backend"); return; }
+    be.range_push = label_push;     /* the CPU backend has none */
+    be.range_pop = label_pop;
     for (ci = 0; ci < cases; ci++) {
         static chain_case c;
         static grads ref, got;
