@@ -211,7 +211,7 @@ __global__ static void bias_dropout_residual_kernel(const float *x, float *y, co
 {
     GRID_STRIDE(j, (n + 3) / 4) {
         uint32_t w[4] = {0, 0, 0, 0};
-        if (use_rng) ckpt_philox_gen(p.key, p.base + j, w);
+        if (use_rng) ckpt_philox_at(&p, j, w);
         for (size_t i = 4 * j; i < 4 * j + 4 && i < n; i++) {
             float v = y[i] + b2[i % C];
             int keep = 1;
@@ -337,7 +337,7 @@ static ckpt_result randn(const ckpt_backend *be, Rng *rng, float *out, size_t n,
                          cudaStream_t s)
 {
     ckpt_philox p;
-    p.key = rng->key; p.base = rng->next; p.count = (n + 3) / 4;
+    p.key = rng->key; p.base = rng->next; p.count = (n + 3) / 4; p.delta = NULL;
     TRY(ckpt_cuda_philox_normal(be, &p, out, n, s));
     affine_kernel<<<blocks_for(n), THREADS, 0, s>>>(out, mean, std, n);
     TRY(LAUNCHED(affine_kernel));
@@ -470,7 +470,7 @@ static ckpt_result block_forward(const Model *m, const Block *p, const float *x,
     float *a = (float *)ckpt_layout_ptr(tape, m->tape, T_A);
     uint8_t *mask = (uint8_t *)ckpt_layout_ptr(tape, m->tape, T_MASK);
     size_t nc = (size_t)N * C, nh = (size_t)N * H;
-    ckpt_philox none = {0, 0, 0};
+    ckpt_philox none = {0, 0, 0, NULL};
 
     ln_forward_kernel<<<(N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, THREADS, 0, s>>>(x, p->ln_g, p->ln_b, ln,
                                                                                   mean, rstd, N, C);
@@ -576,7 +576,7 @@ static void measure_block(Model *m, const ckpt_backend *be, cudaStream_t s, doub
     Rng rng = { 12345, 0 };
     CHECK(randn(be, &rng, x, nc, 0.0f, 1.0f, s));
     ckpt_philox drop;
-    drop.key = 1; drop.base = 0; drop.count = (nc + 3) / 4;
+    drop.key = 1; drop.base = 0; drop.count = (nc + 3) / 4; drop.delta = NULL;
     cudaEvent_t ev[3];
     for (int i = 0; i < 3; i++) CHECK(CU(cudaEventCreate(&ev[i])));
     float f[REPS], b[REPS];
