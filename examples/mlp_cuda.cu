@@ -48,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 
@@ -604,6 +605,7 @@ static void measure_block(Model *m, const ckpt_backend *be, cudaStream_t s, doub
 typedef struct Config {
     int C, L, N, steps, warmup, tf32;
     int stream;                 /* parameter streaming: parameters and gradients in pinned host memory */
+    int graphs;                 /* --graphs: ckpt_chain_desc.graphs (CUDA graphs of both sweeps) */
     float p_drop, lr;
     double budget_frac;
     double bandwidth_gbs;       /* > 0: an offload run, planned for a link of this many GB/s each way */
@@ -634,6 +636,7 @@ typedef struct Run {
     uint64_t device_peak;       /* ckpt_cuda_stats.peak_bytes while this run's chain lived */
     uint64_t driver_bytes;      /* cudaMemGetInfo: free bytes before the chain less the least free after each step */
     double ms_per_step, first_loss, loss;
+    double cpu_ms_per_step;     /* host CPU time (clock()) of ckpt_forward + loss + ckpt_backward, median */
     float *grads;               /* host: the last step's parameter gradients, then the input gradient */
 } Run;
 
@@ -805,6 +808,7 @@ static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
     cd.backend = &ss->be;
     cd.seed = cfg->seed;
     cd.logger.fn = log_errors;
+    cd.graphs = cfg->graphs;
     ckpt_chain *chain;
     size_t free0 = 0, free_min = 0, free_now = 0, total_mem = 0;
     CHECK(CU(cudaDeviceSynchronize()));
@@ -821,7 +825,7 @@ static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
     run->feasible = 1;
 
     int total = cfg->warmup + cfg->steps;
-    float *ms = (float *)xcalloc(total, sizeof(float));
+    float *ms = (float *)xcalloc(total, sizeof(float)), *cpu = (float *)xcalloc(total, sizeof(float));
     cudaEvent_t ev[2];
     CHECK(CU(cudaEventCreate(&ev[0])));
     CHECK(CU(cudaEventCreate(&ev[1])));
@@ -835,9 +839,11 @@ static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
         CHECK(CU(cudaEventRecord(ev[0], s)));
         if (!ss->host_grads) CHECK(CU(cudaMemsetAsync(m->grads, 0, param_bytes, s)));
         const void *out;
+        clock_t c0 = clock();
         CHECK(ckpt_forward(chain, b->x, &out));
         CHECK(mse((const float *)out, b, nc, s));
         CHECK(ckpt_backward(chain, b->dy, b->dx));    /* ends with a synchronize */
+        cpu[step] = (float)(1e3 * (double)(clock() - c0) / CLOCKS_PER_SEC);
         if (!ss->host_params) {
             sgd_kernel<<<blocks_for(m->n_params), THREADS, 0, s>>>(m->params, m->grads, cfg->lr, m->n_params);
             CHECK(LAUNCHED(sgd_kernel));
@@ -855,7 +861,8 @@ static void train(Session *ss, const ckpt_plan_desc *pd, Run *run)
         if (step == 0) run->first_loss = run->loss;
     }
     run->ms_per_step = median(ms + cfg->warmup, cfg->steps);
-    free(ms);
+    run->cpu_ms_per_step = median(cpu + cfg->warmup, cfg->steps);
+    free(ms); free(cpu);
     CHECK(CU(cudaEventDestroy(ev[0])));
     CHECK(CU(cudaEventDestroy(ev[1])));
 
@@ -916,10 +923,11 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]\n"
             "          [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream]\n"
-            "          [--tf32]\n"
+            "          [--tf32] [--graphs]\n"
             "defaults: --width 768 --depth 12 --batch 4096 --steps 10 (timed, after 1 warm-up step)\n"
             "          --dropout 0.1 --lr 0.1 --seed 42 --budget-frac 0.4 (of store-all's peak);\n"
-            "          no offload row; parameters on the device; FP32 GEMMs (--tf32: TF32 tensor cores)\n",
+            "          no offload row; parameters on the device; FP32 GEMMs (--tf32: TF32 tensor cores);\n"
+            "          no CUDA graphs (--graphs: each chain captures its sweeps once and replays them)\n",
             prog);
     exit(2);
 }
@@ -930,6 +938,7 @@ static void parse_args(int argc, char **argv, Config *cfg)
         const char *a = argv[i];
         if (!strcmp(a, "--tf32")) { cfg->tf32 = 1; continue; }
         if (!strcmp(a, "--stream")) { cfg->stream = 1; continue; }
+        if (!strcmp(a, "--graphs")) { cfg->graphs = 1; continue; }
         if (i + 1 >= argc) usage(argv[0]);
         const char *v = argv[++i];
         if (parse_model_flag(cfg, a, v)) continue;
@@ -985,6 +994,8 @@ int main(int argc, char **argv)
         printf("parameter streaming: each block's %zu bytes of parameters and float gradients in pinned host "
                "memory; SGD on the host, after the timed part of each step\n",
                ss.model.block_floats * sizeof(float));
+    if (cfg.graphs)
+        printf("CUDA graphs: each chain captures its forward and backward sweeps in its first step and replays them\n");
     printf("\n%-14s %12s %12s %12s %12s %12s %9s %7s %7s %12s", "policy", "planned B", "used B", "device B",
            "driver B", "pinned B", "ms/step", "pred x", "meas x", "final loss");
     if (cfg.stream) printf(" %10s %12s", "loads/step", "slot B");
