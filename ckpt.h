@@ -262,6 +262,39 @@
    ckpt_chain_stats.steps, as ckpt_forward and ckpt_backward would; the steps after them are
    exactly what they would be after as many ordinary steps.
 
+   CUDA GRAPHS (ckpt_chain_desc.graphs = 1)
+   -----------
+   Every buffer has an address fixed by the plan, so a sweep can be captured once into a CUDA
+   graph and replayed: the first ckpt_forward captures the forward's ops (the callbacks run and
+   their kernels, the copies and the events are recorded) and launches the graph; the first
+   ckpt_backward does the same for the backward's ops. Later steps launch the two graphs without
+   calling a callback: one launch replaces a step's hundreds, which pays where launches take
+   longer than the kernels (small batches). The caller's work between them (the loss) stays
+   outside. A graph is captured again at the next step when the plan changes (ckpt_chain_plan,
+   ckpt_chain_set_schedule), when a sweep gets another input pointer (X[0] of any lane) or, for
+   the backward, another G[n] or G[0] pointer, and after any failed step. Callbacks therefore
+   run only in capture steps: they must launch everything on ckpt_ctx.stream and keep every
+   pointer they use fixed, and must not synchronize (a capture fails at the first
+   cudaStreamSynchronize, cudaEventSynchronize or synchronous cudaMemcpy; the capture is relaxed,
+   so a lazy cudaMalloc, say cuBLAS's workspace, is allowed). ckpt_chain_measure's timed steps
+   (times non-NULL) run the callbacks without graphs, so that they can be timed, and leave the
+   graphs in place; its untimed warm-up steps use them. ckpt_forward_eval never uses graphs.
+   Random numbers: a graph replays the kernels' arguments as captured, so the Philox ranges of the
+   capture step. ckpt_ctx_rng therefore gives, during a capture, ckpt_philox.delta: a device
+   pointer to a 64-bit offset that each launch sets (in stream order) to this step's first counter
+   less the capturing step's. Kernels MUST compute their counters with ckpt_philox_at or
+   ckpt_philox_counter (the backend's philox kernels do); then a replay draws exactly what a step
+   without graphs draws, and gradients are bit-identical. The host counter advances on replay as
+   it would after the callbacks ran (a plan's draws per step are fixed).
+   Limits: the backend needs graph_begin, graph_end, graph_launch and graph_destroy (CUDA and HIP
+   have them; the CPU backend has not: CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create), and the CUDA
+   backend a compute stream of its own (ckpt_cuda_desc.stream; the legacy default stream cannot
+   be captured: the first step fails with CKPT_ERR_BAD_ARGUMENT). Parameter streaming
+   (host_params) and rng_hooks are refused at create (CKPT_ERR_BAD_ARGUMENT). Copies of an
+   offloading plan are inside the graphs; the forward's graph ends by joining the copy streams
+   into the compute stream, so its offloads are done when the backward's graph starts.
+   ckpt_chain_stats.graph_captures and graph_replays count the sweeps captured and replayed.
+
    WRITING A BACKEND
    -----------------
    A backend is a ckpt_backend: a state pointer plus function pointers (see the struct below for
@@ -298,6 +331,11 @@
                      time callbacks on the compute stream (MEASURED TIMES).
      synchronize     also when a forward is abandoned (ckpt_chain_reset_step, an error) or a plan
                      is replaced while copies may be in flight.
+     graph_begin, graph_end, graph_launch, graph_destroy
+                     only for chains with ckpt_chain_desc.graphs (CUDA GRAPHS): begin and end
+                     around the ops of a sweep being captured, launch for every sweep of a graph
+                     (the capturing one too, since capture only records), destroy when a graph
+                     is captured again or the plan or chain goes.
    mem_info and checksum are for users' own code. backends/ckpt_cuda.h and backends/ckpt_hip.h
    implement every entry on the GPU. The backend must outlive every chain that uses it; the chain
    copies the struct, not the state.
@@ -450,6 +488,18 @@ typedef struct ckpt_backend {
        WRITING A BACKEND) is valid only during the call. */
     void (*range_push)(void *state, const char *label);
     void (*range_pop)(void *state);
+    /* Graph capture of whole sweeps (ckpt_chain_desc.graphs; CUDA GRAPHS in the manual). All four
+       or none. graph_begin starts capturing the compute stream's work (and that of every stream
+       that joins it through an event recorded on it) and sets *delta to a device-resident 64-bit
+       counter offset that kernels add to their Philox counters (ckpt_philox.delta). graph_end
+       joins every stream still in the capture back into the compute stream, ends the capture and,
+       when keep is nonzero, instantiates the graph into *exec (keep 0: an abandoned capture,
+       discarded; *exec NULL). graph_launch sets the counter offset to delta and launches exec
+       on the compute stream, both in stream order; graph_destroy frees an exec. */
+    ckpt_result (*graph_begin)(void *state, const uint64_t **delta);
+    ckpt_result (*graph_end)(void *state, int keep, void **exec);
+    ckpt_result (*graph_launch)(void *state, void *exec, uint64_t delta);
+    void (*graph_destroy)(void *state, void *exec);
 } ckpt_backend;
 
 #define CKPT_ALIGN 256u   /* alignment of every arena buffer */
@@ -587,7 +637,22 @@ typedef struct ckpt_philox {
     uint64_t key;       /* the chain seed */
     uint64_t base;      /* first counter of the range */
     uint64_t count;     /* number of 128-bit blocks in the range */
+    const uint64_t *delta;  /* NULL, except in a CUDA graph capture (ckpt_chain_desc.graphs): a
+                               DEVICE pointer to an offset that every launch of the graph sets and
+                               that device code adds to base (ckpt_philox_at). The host functions
+                               below ignore it (they never see it set). */
 } ckpt_philox;
+
+/* Block j of the range into out[4], on the device or the host: ckpt_philox_gen at counter base +
+   j, plus *delta when delta is set (device code only: delta is a device pointer). Kernels that
+   draw from a range ckpt_ctx_rng gave must use this (or ckpt_philox_counter) so that a chain in
+   graph mode replays with the right counters. */
+static inline CKPT_HD uint64_t ckpt_philox_counter(const ckpt_philox *p, uint64_t j) {
+    return p->base + j + (p->delta ? *p->delta : 0);
+}
+static inline CKPT_HD void ckpt_philox_at(const ckpt_philox *p, uint64_t j, uint32_t out[4]) {
+    ckpt_philox_gen(p->key, ckpt_philox_counter(p, j), out);
+}
 
 /* Block j (0 <= j < count) of the range, as four 32-bit words. */
 CKPT_API void ckpt_philox_block(const ckpt_philox *p, uint64_t j, uint32_t out[4]);
@@ -651,7 +716,9 @@ typedef struct ckpt_ctx {
    forward did gets CKPT_ERR_RNG_REPLAY; so does one that draws fewer, once the callback returns.
    Either way the step fails with CKPT_ERR_RNG_REPLAY (not CKPT_ERR_CALLBACK), whatever the
    callback returns. In CKPT_MODE_EVAL (ckpt_forward_eval) a draw gets CKPT_ERR_OUT_OF_ORDER and
-   fails the evaluation with it, unless CKPT_EVAL_RNG was given; in CKPT_MODE_BACKWARD likewise. */
+   fails the evaluation with it, unless CKPT_EVAL_RNG was given; in CKPT_MODE_BACKWARD likewise.
+   out->delta is NULL, except while a graph is captured (CUDA GRAPHS): then device code must read
+   the range through ckpt_philox_at. */
 CKPT_API ckpt_result ckpt_ctx_rng(ckpt_ctx *ctx, uint64_t blocks, ckpt_philox *out);
 
 typedef struct ckpt_fwd_args {
@@ -933,6 +1000,8 @@ typedef struct ckpt_chain_desc {
     ckpt_allocator allocator;
     int microbatches;               /* k: lanes run through every op together (default 1); use
                                        ckpt_forward_microbatches / ckpt_backward_microbatches */
+    int graphs;                     /* 1: capture each sweep into a CUDA graph and replay it (CUDA
+                                       GRAPHS in the manual); needs the backend's graph entries */
 } ckpt_chain_desc;
 
 CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain **out);
@@ -1012,6 +1081,9 @@ typedef struct ckpt_chain_stats {
     uint64_t param_loads;       /* streaming: parameter copies to the device */
     uint64_t grad_stores;       /* streaming: gradient copies to the host */
     uint64_t slot_bytes;        /* streaming: device bytes of the parameter and gradient slots */
+    uint64_t graph_captures;    /* graphs: sweeps captured (a step that captures both its forward
+                                   and its backward counts 2) */
+    uint64_t graph_replays;     /* graphs: sweeps replayed from a graph captured earlier */
 } ckpt_chain_stats;
 
 CKPT_API ckpt_result ckpt_chain_get_stats(const ckpt_chain *chain, ckpt_chain_stats *out);
@@ -3784,6 +3856,18 @@ struct ckpt_chain {
     const void **inputs;            /* per lane: X[0] of the step */
     ckpt_chain_stats stats;
     struct _ckpt_measure *meas;     /* set during a step of ckpt_chain_measure: callbacks are timed */
+    /* >>graphs: graph mode (ckpt_chain_desc.graphs). gexec[0] is the forward sweep's graph,
+       gexec[1] the backward's (NULL: none captured). gkeys holds, per graph, the pointers baked
+       into it: per lane the input, then (backward) G[n] and G[0]. */
+    int graphs;
+    void *gexec[2];
+    const void **gkeys;             /* 2 graphs x 3 x lanes */
+    uint64_t grng0[2];              /* rng_step_start of the step that captured each graph */
+    uint64_t gdraws;                /* Philox blocks the forward graph's step drew */
+    uint64_t *grng_base, *grng_count;   /* rng_base, rng_count after the forward's capture */
+    uint64_t gops[2], gcopies[2];   /* what a replay adds to stats.ops_run and stats.copies */
+    int gcapturing, gcap_from, gcap_to; /* a capture of ops [from, to) is under way */
+    const uint64_t *gdelta;         /* the backend's device counter offset (graph_begin) */
 };
 
 static const char *_ckpt_stage_name(const ckpt_chain *ch, int i) { return ch->names[i]; }
@@ -3813,6 +3897,21 @@ static ckpt_result _ckpt_check_chain_desc(const ckpt_chain_desc *d, const ckpt_l
     if (d->microbatches < 0 || d->microbatches > 65536)
         return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.microbatches is %d; 0 or 1 (one) up to 65536",
                          d->microbatches);
+    if (d->graphs != 0 && d->graphs != 1)
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.graphs is %d; 0 or 1", d->graphs);
+    if (d->graphs) {
+        const ckpt_backend *be = d->backend;
+        if (!be->graph_begin || !be->graph_end || !be->graph_launch || !be->graph_destroy)
+            return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.graphs: the backend (%s) cannot capture graphs "
+                             "(no graph_begin, graph_end, graph_launch and graph_destroy)", be->name ? be->name : "unnamed");
+        if (d->rng_hooks.save)
+            return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.graphs: rng_hooks cannot be used with graphs (a "
+                             "replay calls no callback); draw with ckpt_ctx_rng");
+        for (i = 0; i < d->n_stages; i++)
+            if (d->stages[i].host_params)
+                return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.graphs: stage %d streams its parameters "
+                                 "(host_params); parameter streaming cannot be used with graphs", i);
+    }
     for (i = 0; i < d->n_stages; i++) {
         const ckpt_stage_desc *st = &d->stages[i];
         if (st->param_bytes && !st->host_params)
@@ -3839,7 +3938,19 @@ static void _ckpt_sync_copies(ckpt_chain *ch) {
     if ((ch->pool || ch->streaming) && ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);
 }
 
+/* >>graphs: drops both graphs (the next step captures again), once the device is done with them. */
+static void _ckpt_graph_drop(ckpt_chain *ch) {
+    int g;
+    if (!ch->gexec[0] && !ch->gexec[1]) return;
+    if (ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);
+    for (g = 0; g < 2; g++) {
+        if (ch->gexec[g]) ch->be.graph_destroy(ch->be.state, ch->gexec[g]);
+        ch->gexec[g] = NULL;
+    }
+}
+
 static void _ckpt_chain_drop_plan(ckpt_chain *ch) {
+    _ckpt_graph_drop(ch);
     _ckpt_sync_copies(ch);
     if (ch->arena) ch->be.free(ch->be.state, ch->arena);
     ch->arena = NULL; ch->arena_bytes = 0;
@@ -3926,6 +4037,7 @@ CKPT_API void ckpt_chain_destroy(ckpt_chain *ch) {
     _ckpt_free(&al, ch->hook_state); _ckpt_free(&al, ch->rng_base); _ckpt_free(&al, ch->rng_count);
     _ckpt_stream_free(ch);
     _ckpt_free(&al, ch->inputs);
+    _ckpt_free(&al, ch->gkeys); _ckpt_free(&al, ch->grng_base); _ckpt_free(&al, ch->grng_count);
     _ckpt_free(&al, ch);
 }
 
@@ -3950,6 +4062,13 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
     ch->rng_base = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)ch->n * (size_t)ch->lanes, sizeof(uint64_t));
     ch->rng_count = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)ch->n * (size_t)ch->lanes, sizeof(uint64_t));
     ch->inputs = (const void **)_ckpt_calloc(&ch->al, (size_t)ch->lanes, sizeof(void *));
+    ch->graphs = desc->graphs;
+    if (ch->graphs) {
+        ch->gkeys = (const void **)_ckpt_calloc(&ch->al, 6 * (size_t)ch->lanes, sizeof(void *));
+        ch->grng_base = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)ch->n * (size_t)ch->lanes, sizeof(uint64_t));
+        ch->grng_count = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)ch->n * (size_t)ch->lanes, sizeof(uint64_t));
+        if (!ch->gkeys || !ch->grng_base || !ch->grng_count) goto oom;
+    }
     if (ch->hooks.state_bytes)
         ch->hook_state = (unsigned char *)_ckpt_calloc(&ch->al, (size_t)ch->n * (size_t)ch->lanes + 1,
                                                        ch->hooks.state_bytes);
@@ -4448,6 +4567,7 @@ CKPT_API ckpt_result ckpt_ctx_rng(ckpt_ctx *ctx, uint64_t blocks, ckpt_philox *o
     out->key = ctx->chain->seed;
     out->base = ctx->_rng_cursor;
     out->count = blocks;
+    out->delta = ctx->chain->gcapturing ? ctx->chain->gdelta : NULL;
     ctx->_rng_cursor += blocks;
     return CKPT_OK;
 }
@@ -4558,6 +4678,15 @@ static void _ckpt_range_push(ckpt_chain *ch, const ckpt_op *op) {
     ch->be.range_push(ch->be.state, label);
 }
 
+/* Whether a stream may wait for op o's copy event now. Always, except during a graph capture
+   when op o lies outside the ops being captured: its event was recorded by the other sweep (in
+   another capture, or none), a dependency a capture may not cross (cudaErrorStreamCaptureIsolation).
+   That sweep's copies are done by then anyway: a captured sweep ends by joining every copy stream
+   into the compute stream (graph_end), and graphs run in compute-stream order. */
+static int _ckpt_ev_ok(const ckpt_chain *ch, int o) {
+    return !ch->gcapturing || (o >= ch->gcap_from && o < ch->gcap_to);
+}
+
 /* O and P: a copy between the arena and the pinned pool on the backend's copy stream for that
    direction. The copy stream first waits for compute to reach this op (ev_pos) and, for P, for
    its O's copy (the host data); ev_done marks the copy's end, which compute ops wait for. */
@@ -4576,7 +4705,7 @@ static ckpt_result _ckpt_run_copy_op(ckpt_chain *ch, int k, int lane) {
     if (stream) {
         r = be->event_record(be->state, ch->ev_pos[e], NULL);
         if (r == CKPT_OK) r = be->stream_wait_event(be->state, stream, ch->ev_pos[e]);
-        if (r == CKPT_OK && in->src_op >= 0)    /* P: its O's data; O: the P that brought it back */
+        if (r == CKPT_OK && in->src_op >= 0 && _ckpt_ev_ok(ch, in->src_op))   /* P: its O's data; O: the P that brought it back */
             r = be->stream_wait_event(be->state, stream, ch->ev_done[(size_t)in->src_op * ch->lanes + lane]);
     }
     if (r == CKPT_OK && hb->bytes)
@@ -4596,7 +4725,7 @@ static ckpt_result _ckpt_run_wait_op(ckpt_chain *ch, int k) {
     const ckpt_backend *be = &ch->be;
     ckpt_result r = CKPT_OK;
     int m, o = ch->an.instr[k].src_op;
-    if (!ch->ev_done) return CKPT_OK;       /* copies ran on the compute stream, in order */
+    if (!ch->ev_done || !_ckpt_ev_ok(ch, o)) return CKPT_OK;    /* copies ran on the compute stream, in order */
     for (m = 0; m < ch->lanes && r == CKPT_OK; m++)
         r = be->stream_wait_event(be->state, NULL, ch->ev_done[(size_t)o * ch->lanes + m]);
     return r == CKPT_OK ? r : _CKPT_ERR(&ch->lg, r, "op %d: waiting for the offload of op %d failed", k, o);
@@ -4611,10 +4740,12 @@ static ckpt_result _ckpt_wait_copies(ckpt_chain *ch, int k, int lane) {
     size_t L = (size_t)ch->lanes;
     int o;
     if (!ch->ev_done) return CKPT_OK;
-    if (in->wait_p >= 0) r = be->stream_wait_event(be->state, NULL, ch->ev_done[(size_t)in->wait_p * L + lane]);
-    if (r == CKPT_OK && in->wait_p2 >= 0) r = be->stream_wait_event(be->state, NULL, ch->ev_done[(size_t)in->wait_p2 * L + lane]);
+    if (in->wait_p >= 0 && _ckpt_ev_ok(ch, in->wait_p))
+        r = be->stream_wait_event(be->state, NULL, ch->ev_done[(size_t)in->wait_p * L + lane]);
+    if (r == CKPT_OK && in->wait_p2 >= 0 && _ckpt_ev_ok(ch, in->wait_p2))
+        r = be->stream_wait_event(be->state, NULL, ch->ev_done[(size_t)in->wait_p2 * L + lane]);
     for (o = in->wait_o; o >= 0 && r == CKPT_OK; o = ch->an.o_next[o])
-        r = be->stream_wait_event(be->state, NULL, ch->ev_done[(size_t)o * L + lane]);
+        if (_ckpt_ev_ok(ch, o)) r = be->stream_wait_event(be->state, NULL, ch->ev_done[(size_t)o * L + lane]);
     return r == CKPT_OK ? r : _CKPT_ERR(&ch->lg, r, "op %d: waiting for a copy failed", k);
 }
 
@@ -4798,6 +4929,84 @@ static ckpt_result _ckpt_grad_drain_all(ckpt_chain *ch) {
     return r == CKPT_OK ? _ckpt_grad_drain(ch, ch->next_g ^ 1) : r;
 }
 
+/* >>graphs (executor): a sweep, ops [from, to), captured into graph g (0 forward, 1 backward)
+   and launched, or replayed from the graph captured earlier. A graph bakes in every pointer its
+   callbacks saw: the arena's (fixed by the plan; a new plan drops the graphs) and the caller's
+   input, G[n] and G[0], which gkeys holds; it is captured again when one of those differs. Its
+   Philox counters are the capturing step's; each launch sets the backend's device offset to
+   this step's rng_step_start less the capturing step's, which kernels add (ckpt_philox_at). */
+static ckpt_result _ckpt_graph_sweep(ckpt_chain *ch, int g, int from, int to, const void *const *gouts,
+                                     void *const *gins) {
+    const ckpt_backend *be = &ch->be;
+    size_t L = (size_t)ch->lanes, k, nr = (size_t)ch->n * L;
+    const void **keys = ch->gkeys + (size_t)g * 3 * L;
+    uint64_t ops0 = ch->stats.ops_run, copies0 = ch->stats.copies;
+    void *exec = NULL;
+    ckpt_result r, r2;
+    int same = ch->gexec[g] != NULL;
+    for (k = 0; k < L && same; k++)
+        same = keys[k] == ch->inputs[k] &&
+               (g == 0 || (keys[L + k] == (const void *)gouts[k] && keys[2 * L + k] == (const void *)(gins ? gins[k] : NULL)));
+    if (same) {
+        uint64_t delta = ch->rng_step_start - ch->grng0[g];
+        if ((r = be->graph_launch(be->state, ch->gexec[g], delta)) != CKPT_OK) {
+            _ckpt_graph_drop(ch);
+            return _CKPT_ERR(&ch->lg, r, "launching the %s graph failed", g ? "backward" : "forward");
+        }
+        if (g == 0) {   /* what the forward's callbacks would have drawn, as they drew it at capture */
+            for (k = 0; k < nr; k++) { ch->rng_base[k] = ch->grng_base[k] + delta; ch->rng_count[k] = ch->grng_count[k]; }
+            ch->rng_next = ch->rng_step_start + ch->gdraws;
+        }
+        ch->stats.ops_run += ch->gops[g];
+        ch->stats.copies += ch->gcopies[g];
+        ch->stats.graph_replays++;
+        return CKPT_OK;
+    }
+    if (ch->gexec[g]) {
+        if (ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);
+        be->graph_destroy(be->state, ch->gexec[g]);
+        ch->gexec[g] = NULL;
+    }
+    if ((r = be->graph_begin(be->state, &ch->gdelta)) != CKPT_OK)
+        return _CKPT_ERR(&ch->lg, r, "the backend (%s) could not begin capturing the %s graph",
+                         be->name ? be->name : "unnamed", g ? "backward" : "forward");
+    ch->gcapturing = 1; ch->gcap_from = from; ch->gcap_to = to;
+    r = _ckpt_run_ops(ch, from, to, gouts, gins);
+    ch->gcapturing = 0;
+    r2 = be->graph_end(be->state, r == CKPT_OK, &exec);
+    if (r != CKPT_OK) return r;     /* the capture is discarded; the caller abandons the step */
+    if (r2 != CKPT_OK)
+        return _CKPT_ERR(&ch->lg, r2, "capturing the %s graph failed (a callback may have synchronized or "
+                         "allocated during the capture)", g ? "backward" : "forward");
+    ch->gexec[g] = exec;
+    ch->grng0[g] = ch->rng_step_start;
+    ch->gops[g] = ch->stats.ops_run - ops0;
+    ch->gcopies[g] = ch->stats.copies - copies0;
+    for (k = 0; k < L; k++) {
+        keys[k] = ch->inputs[k];
+        keys[L + k] = g ? (const void *)gouts[k] : NULL;
+        keys[2 * L + k] = g && gins ? (const void *)gins[k] : NULL;
+    }
+    if (g == 0) {
+        memcpy(ch->grng_base, ch->rng_base, nr * sizeof(uint64_t));
+        memcpy(ch->grng_count, ch->rng_count, nr * sizeof(uint64_t));
+        ch->gdraws = ch->rng_next - ch->rng_step_start;
+    }
+    ch->stats.graph_captures++;
+    if ((r = be->graph_launch(be->state, exec, 0)) != CKPT_OK) {    /* a capture records; this runs it */
+        _ckpt_graph_drop(ch);
+        return _CKPT_ERR(&ch->lg, r, "launching the %s graph just captured failed", g ? "backward" : "forward");
+    }
+    return CKPT_OK;
+}
+
+/* A sweep: in graph mode through _ckpt_graph_sweep, except in ckpt_chain_measure's timed steps
+   (which time the callbacks: they must run). */
+static ckpt_result _ckpt_sweep(ckpt_chain *ch, int g, int from, int to, const void *const *gouts, void *const *gins) {
+    if (ch->graphs && !ch->meas) return _ckpt_graph_sweep(ch, g, from, to, gouts, gins);
+    return _ckpt_run_ops(ch, from, to, gouts, gins);
+}
+
 /* >>step: ckpt_forward, ckpt_backward, their microbatch forms, ckpt_chain_reset_step ------------ */
 
 /* No step in progress: the chain holds no inputs. */
@@ -4808,6 +5017,7 @@ static void _ckpt_step_clear(ckpt_chain *ch) {
 }
 
 static void _ckpt_abandon_step(ckpt_chain *ch) {
+    if (ch->graphs) _ckpt_graph_drop(ch);     /* whatever failed, the next step captures afresh */
     _ckpt_sync_copies(ch);
     if (ch->streaming) { (void)_ckpt_grad_drain(ch, ch->next_g); (void)_ckpt_grad_drain(ch, ch->next_g ^ 1); }
     ch->rng_next = ch->rng_step_start;   /* a failed step consumes no random numbers */
@@ -4830,7 +5040,7 @@ CKPT_API ckpt_result ckpt_forward_microbatches(ckpt_chain *ch, const void *const
     ch->rng_step_start = ch->rng_next;
     for (m = 0; m < ch->lanes; m++) ch->inputs[m] = inputs[m];
     _ckpt_sweep_begin(ch);
-    r = _ckpt_run_ops(ch, 0, ch->an.fn_op + 1, NULL, NULL);
+    r = _ckpt_sweep(ch, 0, 0, ch->an.fn_op + 1, NULL, NULL);
     if (r != CKPT_OK) { _ckpt_abandon_step(ch); return r; }
     ch->state = _CKPT_FORWARD_DONE;
     if (outputs)
@@ -4851,7 +5061,7 @@ CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *ch, const void *cons
     if (ch->state != _CKPT_FORWARD_DONE)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_backward: no forward to back-propagate (call ckpt_forward first)");
     _ckpt_sweep_begin(ch);
-    r = _ckpt_run_ops(ch, ch->an.fn_op + 1, ch->plan->info.n_ops, grad_outputs, grad_inputs);
+    r = _ckpt_sweep(ch, 1, ch->an.fn_op + 1, ch->plan->info.n_ops, grad_outputs, grad_inputs);
     if (r != CKPT_OK) { _ckpt_abandon_step(ch); return r; }
     if (ch->be.synchronize && (r = ch->be.synchronize(ch->be.state, NULL)) != CKPT_OK) {
         _ckpt_abandon_step(ch);

@@ -44,8 +44,8 @@
    ckpt_cuda_philox_uniform / _normal / _dropout launch on `stream` (NULL: the compute stream) and
    return without waiting. They compute with the CKPT_HD functions of ckpt.h, the same code the
    host runs, so ckpt_cuda_philox_normal gives exactly ckpt_philox_fill_normal's bits, and so on.
-   In your own kernels (a .cu file that includes ckpt.h), call ckpt_philox_gen,
-   ckpt_uniform_from_u32, ckpt_normal_from_u32 and ckpt_dropout_from_u32 directly: they are
+   In your own kernels (a .cu file that includes ckpt.h), call ckpt_philox_at (block j of a
+   range; it honours ckpt_philox.delta, see CUDA GRAPHS), ckpt_philox_gen, ckpt_uniform_from_u32, ckpt_normal_from_u32 and ckpt_dropout_from_u32 directly: they are
    __host__ __device__ under nvcc. ckpt_cuda_checksum equals ckpt_checksum of the same bytes.
 
    ERRORS
@@ -54,6 +54,22 @@
    string: cudaErrorMemoryAllocation -> CKPT_ERR_OUT_OF_DEVICE_MEMORY, cudaErrorNoDevice and
    cudaErrorInsufficientDriver (no driver: what a machine without a GPU reports) ->
    CKPT_ERR_NO_DEVICE, anything else -> CKPT_ERR_BACKEND. Nothing here calls exit().
+
+   CUDA GRAPHS
+   -----------
+   The backend has the graph entries, so a chain with ckpt_chain_desc.graphs = 1 captures its
+   forward and backward sweeps into two CUDA graphs and replays them (CUDA GRAPHS in ckpt.h's
+   manual: what is captured, when a graph is captured again, what is refused). It needs a
+   compute stream of its own: desc.stream non-NULL (the legacy default stream cannot be captured;
+   the first step then fails with CKPT_ERR_BAD_ARGUMENT). Capture is cudaStreamCaptureModeRelaxed
+   on the compute stream; the copy streams join it through the executor's events and are joined
+   back before cudaStreamEndCapture. Each launch first runs a one-thread kernel that sets the
+   backend's device-resident Philox offset (8 bytes, allocated at the first capture, outside the
+   stats), then cudaGraphLaunch, both on the compute stream. Your kernels that draw random
+   numbers from a ckpt_ctx_rng range must take their counters from ckpt_philox_at (or
+   ckpt_philox_counter), which add that offset: ckpt_philox_gen(p.key, p.base + j, ...) would
+   replay the capture step's masks at every step. Callbacks run only when a sweep is captured;
+   they must not synchronize (cudaStreamSynchronize, cudaEventSynchronize, cudaMemcpy).
 
    HIP: backends/ckpt_hip.h is this backend for AMD GPUs, built from the same source.
 */

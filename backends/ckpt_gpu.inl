@@ -33,6 +33,8 @@ typedef struct _ckpt_gpu_state {
     size_t n_recs, cap_recs;
     _CKPT_GPU(stats) stats;
     uint64_t *scratch_dev, *scratch_host;
+    uint64_t *graph_delta;          /* device: the Philox counter offset graph launches set */
+    cudaEvent_t graph_join[2];      /* graph_end: the copy streams joined back into compute */
 } _ckpt_gpu_state;
 
 /* The runtime's name for a CUDA function, after the HIP aliases: "cudaMalloc" or "hipMalloc". */
@@ -315,7 +317,7 @@ static __global__ void _ckpt_gpu_uniform_kernel(ckpt_philox p, float *out, size_
         uint32_t w[4];
         size_t i = 4 * j;
         int t;
-        ckpt_philox_gen(p.key, p.base + j, w);
+        ckpt_philox_at(&p, j, w);
         for (t = 0; t < 4 && i + t < n; t++) out[i + t] = ckpt_uniform_from_u32(w[t]);
     }
 }
@@ -326,7 +328,7 @@ static __global__ void _ckpt_gpu_normal_kernel(ckpt_philox p, float *out, size_t
         float z[4];
         size_t i = 4 * j;
         int t;
-        ckpt_philox_gen(p.key, p.base + j, w);
+        ckpt_philox_at(&p, j, w);
         ckpt_normal_from_u32(w[0], w[1], &z[0], &z[1]);
         ckpt_normal_from_u32(w[2], w[3], &z[2], &z[3]);
         for (t = 0; t < 4 && i + t < n; t++) out[i + t] = z[t];
@@ -341,7 +343,7 @@ static __global__ void _ckpt_gpu_dropout_kernel(ckpt_philox p, float p_drop, flo
         uint32_t w[4];
         size_t i = 4 * j;
         int t;
-        ckpt_philox_gen(p.key, p.base + j, w);
+        ckpt_philox_at(&p, j, w);
         for (t = 0; t < 4 && i + t < n; t++) {
             int keep;
             float y = ckpt_dropout_from_u32(w[t], p_drop, scale, in[i + t], &keep);
@@ -433,6 +435,103 @@ CKPT_API ckpt_result _CKPT_GPU(philox_dropout)(const ckpt_backend *be, const ckp
     return CKPT_OK;
 }
 
+/* >>gpu graphs ----------------------------------------------------------------------------------
+   Stream capture of the compute stream (ckpt_chain_desc.graphs). The capture is relaxed
+   (cudaStreamCaptureModeRelaxed), so a callback's lazy allocation (cuBLAS's workspace, say) does
+   not break it; a synchronize during the capture still does. The copy streams join the capture
+   through the events the executor records on the compute stream; graph_end joins them back. */
+static __global__ void _ckpt_gpu_set_u64_kernel(uint64_t *p, uint64_t v) { *p = v; }
+
+static ckpt_result _ckpt_gpu_graph_begin(void *state, const uint64_t **delta) {
+    _ckpt_gpu_state *s = (_ckpt_gpu_state *)state;
+    cudaError_t e = cudaSuccess;
+    const char *what = _CKPT_GPU_XSTR(cudaMalloc) " (graph counter offset)";
+    int prev, i;
+    ckpt_result r;
+    if (!delta) return CKPT_ERR_NULL_ARGUMENT;
+    *delta = NULL;
+    if (s->compute == _CKPT_GPU_LEGACY_STREAM)
+        return _CKPT_GPU_ERR(&s->lg, CKPT_ERR_BAD_ARGUMENT, "%s backend: graph capture needs a compute stream of your own "
+                             "(%s_desc.stream): the legacy default stream cannot be captured", _CKPT_GPU_TAG, _CKPT_GPU_TAG);
+    if ((r = _ckpt_gpu_enter(s, &prev)) != CKPT_OK) return r;
+    if (!s->graph_delta) {
+        void *p = NULL;
+        e = cudaMalloc(&p, sizeof(uint64_t));
+        if (e == cudaSuccess) { s->graph_delta = (uint64_t *)p; e = cudaMemset(p, 0, sizeof(uint64_t)); }
+    }
+    for (i = 0; i < 2 && e == cudaSuccess; i++)
+        if (!s->graph_join[i]) { e = cudaEventCreate(&s->graph_join[i]); what = _CKPT_GPU_XSTR(cudaEventCreate) " (graph joins)"; }
+    if (e == cudaSuccess) {
+        e = cudaStreamBeginCapture(s->compute, cudaStreamCaptureModeRelaxed);
+        what = _CKPT_GPU_XSTR(cudaStreamBeginCapture) " (graph capture not supported here?)";
+    }
+    _ckpt_gpu_leave(s, prev);
+    if (e != cudaSuccess) return _ckpt_gpu_fail(&s->lg, e, __FILE__, __LINE__, what);
+    *delta = s->graph_delta;
+    return CKPT_OK;
+}
+
+static ckpt_result _ckpt_gpu_graph_end(void *state, int keep, void **exec) {
+    _ckpt_gpu_state *s = (_ckpt_gpu_state *)state;
+    cudaStream_t copy[2];
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t x = NULL;
+    cudaError_t e = cudaSuccess, e2;
+    const char *what = _CKPT_GPU_XSTR(cudaStreamEndCapture);
+    int prev, i;
+    ckpt_result r;
+    if (!exec) return CKPT_ERR_NULL_ARGUMENT;
+    *exec = NULL;
+    if ((r = _ckpt_gpu_enter(s, &prev)) != CKPT_OK) return r;
+    copy[0] = s->h2d; copy[1] = s->d2h;
+    for (i = 0; i < 2; i++) {       /* a copy stream still in the capture joins the compute stream */
+        cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing(copy[i], &st) != cudaSuccess || st != cudaStreamCaptureStatusActive) continue;
+        if (e == cudaSuccess) e = cudaEventRecord(s->graph_join[i], copy[i]);
+        if (e == cudaSuccess) e = cudaStreamWaitEvent(s->compute, s->graph_join[i], 0);
+        if (e != cudaSuccess) what = _CKPT_GPU_XSTR(cudaStreamWaitEvent) " (joining a copy stream)";
+    }
+    e2 = cudaStreamEndCapture(s->compute, &graph);
+    if (e == cudaSuccess && e2 != cudaSuccess) { e = e2; what = _CKPT_GPU_XSTR(cudaStreamEndCapture); }
+    if (e == cudaSuccess && keep) {
+        e = cudaGraphInstantiateWithFlags(&x, graph, 0);
+        what = _CKPT_GPU_XSTR(cudaGraphInstantiateWithFlags);
+    }
+    if (graph) (void)cudaGraphDestroy(graph);
+    _ckpt_gpu_leave(s, prev);
+    if (e != cudaSuccess) return keep ? _ckpt_gpu_fail(&s->lg, e, __FILE__, __LINE__, what) : ((void)cudaGetLastError(), CKPT_OK);
+    *exec = keep ? (void *)x : NULL;
+    return CKPT_OK;
+}
+
+static ckpt_result _ckpt_gpu_graph_launch(void *state, void *exec, uint64_t delta) {
+    _ckpt_gpu_state *s = (_ckpt_gpu_state *)state;
+    cudaError_t e;
+    int prev;
+    ckpt_result r;
+    if (!exec || !s->graph_delta) return CKPT_ERR_NULL_ARGUMENT;
+    if ((r = _ckpt_gpu_enter(s, &prev)) != CKPT_OK) return r;
+    e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        _ckpt_gpu_leave(s, prev);
+        return _ckpt_gpu_fail(&s->lg, e, __FILE__, __LINE__, "an error pending from an earlier call, before a graph launch");
+    }
+    _ckpt_gpu_set_u64_kernel<<<1, 1, 0, s->compute>>>(s->graph_delta, delta);
+    e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaGraphLaunch((cudaGraphExec_t)exec, s->compute);
+    _ckpt_gpu_leave(s, prev);
+    if (e != cudaSuccess) return _ckpt_gpu_fail(&s->lg, e, __FILE__, __LINE__, _CKPT_GPU_XSTR(cudaGraphLaunch));
+    return CKPT_OK;
+}
+
+static void _ckpt_gpu_graph_destroy(void *state, void *exec) {
+    _ckpt_gpu_state *s = (_ckpt_gpu_state *)state;
+    int prev;
+    if (!exec || _ckpt_gpu_enter(s, &prev) != CKPT_OK) return;
+    (void)cudaGraphExecDestroy((cudaGraphExec_t)exec);
+    _ckpt_gpu_leave(s, prev);
+}
+
 /* Hashes the chunks in passes of _CKPT_GPU_CHECKSUM_PASS and folds them on the host, in order. */
 static ckpt_result _ckpt_gpu_checksum_run(_ckpt_gpu_state *s, const void *ptr, size_t bytes, uint64_t *out) {
     size_t chunks = (bytes + CKPT_CHECKSUM_CHUNK - 1) / CKPT_CHECKSUM_CHUNK, first, i;
@@ -499,6 +598,9 @@ static void _ckpt_gpu_teardown(_ckpt_gpu_state *s) {
         if (s->d2h) (void)cudaStreamDestroy(s->d2h);
         if (s->scratch_dev) (void)cudaFree(s->scratch_dev);
         if (s->scratch_host) (void)cudaFreeHost(s->scratch_host);
+        if (s->graph_delta) (void)cudaFree(s->graph_delta);
+        if (s->graph_join[0]) (void)cudaEventDestroy(s->graph_join[0]);
+        if (s->graph_join[1]) (void)cudaEventDestroy(s->graph_join[1]);
         _ckpt_gpu_leave(s, prev);
     }
     _ckpt_gpu_host_free(&al, s->recs);
@@ -526,6 +628,10 @@ static void _ckpt_gpu_fill_vtable(_ckpt_gpu_state *s, int nvtx, ckpt_backend *ou
     out->stream_wait_event = _ckpt_gpu_stream_wait;
     out->event_synchronize = _ckpt_gpu_event_sync;
     out->event_elapsed_ms = _ckpt_gpu_event_elapsed;
+    out->graph_begin = _ckpt_gpu_graph_begin;
+    out->graph_end = _ckpt_gpu_graph_end;
+    out->graph_launch = _ckpt_gpu_graph_launch;
+    out->graph_destroy = _ckpt_gpu_graph_destroy;
 #ifdef _CKPT_GPU_RANGE_PUSH
     if (nvtx) { out->range_push = _ckpt_gpu_range_push; out->range_pop = _ckpt_gpu_range_pop; }
 #else

@@ -65,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 
@@ -228,7 +229,7 @@ __global__ static void bias_dropout_residual_kernel(const float *x, float *y, co
 {
     GRID_STRIDE(j, (n + 3) / 4) {
         uint32_t w[4] = {0, 0, 0, 0};
-        if (use_rng) ckpt_philox_gen(p.key, p.base + j, w);
+        if (use_rng) ckpt_philox_at(&p, j, w);
         for (size_t i = 4 * j; i < 4 * j + 4 && i < n; i++) {
             float v = y[i] + b2[i % C];
             int keep = 1;
@@ -361,7 +362,7 @@ static ckpt_result randn(const ckpt_backend *be, Rng *rng, float *out, size_t n,
                          cudaStream_t s)
 {
     ckpt_philox p;
-    p.key = rng->key; p.base = rng->next; p.count = (n + 3) / 4;
+    p.key = rng->key; p.base = rng->next; p.count = (n + 3) / 4; p.delta = NULL;
     TRY(ckpt_cuda_philox_normal(be, &p, out, n, s));
     affine_kernel<<<blocks_for(n), THREADS, 0, s>>>(out, mean, std, n);
     TRY(LAUNCHED(affine_kernel));
@@ -509,7 +510,7 @@ static ckpt_result block_forward(const Model *m, const Block *p, const float *x,
     float *a = option == 0 ? (float *)ckpt_layout_ptr(tape, lay, T_A) : fws;
     uint8_t *mask = (uint8_t *)ckpt_layout_ptr(tape, lay, T_MASK);
     size_t nc = (size_t)N * C, nh = (size_t)N * H;
-    ckpt_philox none = {0, 0, 0};
+    ckpt_philox none = {0, 0, 0, NULL};
 
     ln_forward_kernel<<<(N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, THREADS, 0, s>>>(x, p->ln_g, p->ln_b, ln,
                                                                                   mean, rstd, N, C);
@@ -639,7 +640,7 @@ static void measure_block(Model *m, const ckpt_backend *be, cudaStream_t s, int 
     Rng rng = { 12345, 0 };
     CHECK(randn(be, &rng, x, nc, 0.0f, 1.0f, s));
     ckpt_philox drop;
-    drop.key = 1; drop.base = 0; drop.count = (nc + 3) / 4;
+    drop.key = 1; drop.base = 0; drop.count = (nc + 3) / 4; drop.delta = NULL;
     const ckpt_philox *dropp = m->p_drop > 0.0f ? &drop : NULL;
     cudaEvent_t ev[EVENTS];
     for (int i = 0; i < EVENTS; i++) CHECK(CU(cudaEventCreate(&ev[i])));
@@ -695,6 +696,7 @@ typedef struct Config {
     int C, L, N, steps, warmup, tf32;
     int stream;                 /* parameter streaming: parameters and gradients in pinned host memory */
     int no_options;             /* --no-options: declare no tape option (option 0 only, as before) */
+    int graphs;                 /* --graphs: ckpt_chain_desc.graphs (CUDA graphs of both sweeps) */
     float p_drop, lr;
     double budget_frac;
     double bandwidth_gbs;       /* > 0: an offload run, planned for a link of this many GB/s each way */
@@ -727,6 +729,7 @@ typedef struct Run {
     uint64_t device_peak;       /* ckpt_cuda_stats.peak_bytes while this run's chain lived */
     uint64_t driver_bytes;      /* cudaMemGetInfo: free bytes before the chain less the least free after each step */
     double ms_per_step, first_loss, loss;
+    double cpu_ms_per_step;     /* host CPU time (clock()) of ckpt_forward + loss + ckpt_backward, median */
     float *grads;               /* host: the last step's parameter gradients, then the input gradient */
     char *tape_opts;            /* per block, the tape option its F kept ('0' + option), L chars */
     int n_opt1;                 /* blocks whose F kept tape option 1 */
@@ -938,6 +941,7 @@ static void train_plan(Session *ss, const ckpt_plan_desc *pd, const ckpt_op *ops
     cd.backend = &ss->be;
     cd.seed = cfg->seed;
     cd.logger.fn = log_errors;
+    cd.graphs = cfg->graphs;
     ckpt_chain *chain;
     size_t free0 = 0, free_min = 0, free_now = 0, total_mem = 0;
     CHECK(CU(cudaDeviceSynchronize()));
@@ -956,7 +960,7 @@ static void train_plan(Session *ss, const ckpt_plan_desc *pd, const ckpt_op *ops
     plan_options(chain, m->L, run);
 
     int total = cfg->warmup + cfg->steps;
-    float *ms = (float *)xcalloc(total, sizeof(float));
+    float *ms = (float *)xcalloc(total, sizeof(float)), *cpu = (float *)xcalloc(total, sizeof(float));
     cudaEvent_t ev[2];
     CHECK(CU(cudaEventCreate(&ev[0])));
     CHECK(CU(cudaEventCreate(&ev[1])));
@@ -970,9 +974,11 @@ static void train_plan(Session *ss, const ckpt_plan_desc *pd, const ckpt_op *ops
         CHECK(CU(cudaEventRecord(ev[0], s)));
         if (!ss->host_grads) CHECK(CU(cudaMemsetAsync(m->grads, 0, param_bytes, s)));
         const void *out;
+        clock_t c0 = clock();
         CHECK(ckpt_forward(chain, b->x, &out));
         CHECK(mse((const float *)out, b, nc, s));
         CHECK(ckpt_backward(chain, b->dy, b->dx));    /* ends with a synchronize */
+        cpu[step] = (float)(1e3 * (double)(clock() - c0) / CLOCKS_PER_SEC);
         if (!ss->host_params) {
             sgd_kernel<<<blocks_for(m->n_params), THREADS, 0, s>>>(m->params, m->grads, cfg->lr, m->n_params);
             CHECK(LAUNCHED(sgd_kernel));
@@ -990,7 +996,8 @@ static void train_plan(Session *ss, const ckpt_plan_desc *pd, const ckpt_op *ops
         if (step == 0) run->first_loss = run->loss;
     }
     run->ms_per_step = median(ms + cfg->warmup, cfg->steps);
-    free(ms);
+    run->cpu_ms_per_step = median(cpu + cfg->warmup, cfg->steps);
+    free(ms); free(cpu);
     CHECK(CU(cudaEventDestroy(ev[0])));
     CHECK(CU(cudaEventDestroy(ev[1])));
 
@@ -1070,6 +1077,7 @@ static int parse_model_switch(Config *cfg, const char *a)
     if (!strcmp(a, "--tf32")) cfg->tf32 = 1;
     else if (!strcmp(a, "--stream")) cfg->stream = 1;
     else if (!strcmp(a, "--no-options")) cfg->no_options = 1;
+    else if (!strcmp(a, "--graphs")) cfg->graphs = 1;
     else return 0;
     return 1;
 }
@@ -1089,11 +1097,12 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]\n"
             "          [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream]\n"
-            "          [--tf32] [--no-options]\n"
+            "          [--tf32] [--no-options] [--graphs]\n"
             "defaults: --width 768 --depth 12 --batch 4096 --steps 10 (timed, after 1 warm-up step)\n"
             "          --dropout 0.1 --lr 0.1 --seed 42 --budget-frac 0.4 (of store-all's peak);\n"
             "          no offload row; parameters on the device; FP32 GEMMs (--tf32: TF32 tensor cores);\n"
-            "          tape option 1 declared (--no-options: option 0 only)\n",
+            "          tape option 1 declared (--no-options: option 0 only);\n"
+            "          no CUDA graphs (--graphs: each chain captures its sweeps once and replays them)\n",
             prog);
     exit(2);
 }
@@ -1194,6 +1203,8 @@ int main(int argc, char **argv)
         printf("parameter streaming: each block's %zu bytes of parameters and float gradients in pinned host "
                "memory; SGD on the host, after the timed part of each step\n",
                ss.model.block_floats * sizeof(float));
+    if (cfg.graphs)
+        printf("CUDA graphs: each chain captures its forward and backward sweeps in its first step and replays them\n");
     printf("\n%-14s %12s %12s %12s %12s %12s %9s %7s %7s %4s %12s", "policy", "planned B", "used B", "device B",
            "driver B", "pinned B", "ms/step", "pred x", "meas x", "opt1", "final loss");
     if (cfg.stream) printf(" %10s %12s", "loads/step", "slot B");

@@ -98,7 +98,7 @@ int main(void) {
     {   /* the host computes the same forward: six dropouts over consecutive Philox ranges */
         ckpt_philox p;
         memcpy(expect, ones, sizeof expect);
-        p.key = 2026; p.count = WIDTH / 4;
+        p.key = 2026; p.count = WIDTH / 4; p.delta = NULL;
         for (i = 0; i < N_STAGES; i++) {
             p.base = (uint64_t)i * (WIDTH / 4);
             ckpt_philox_dropout(&p, 0.2f, expect, expect, NULL, WIDTH);

@@ -583,6 +583,151 @@ static void huge_times(ckpt_backend *be) {
     CHECK(ok > 100, "only %d of the fuzzed chains planned", ok);
 }
 
+/* Graph mode (ckpt_chain_desc.graphs) without a GPU: refused on a backend without graph entries
+   and with what it cannot replay; then the core's side of it on the CPU backend with pretend
+   graph entries (a replay runs nothing): captures and replays counted, callbacks run only in
+   capture steps, the random-number counter advanced on replay as a step that runs would, a new
+   plan or input pointer captured again, and a failed capture or launch fails the step with the
+   backend's error, leaving the chain ready for the next step (which captures again). */
+static int g_begin_calls, g_launches, g_live, g_fail_begin, g_fail_launch, g_capturing, g_fwd_calls;
+static uint64_t g_fake_delta, g_last_delta;
+static uint64_t g_bases[N];
+static const uint64_t *g_delta_seen[N];
+static ckpt_result g_begin(void *s, const uint64_t **delta) {
+    (void)s;
+    g_begin_calls++;
+    if (g_fail_begin) { g_fail_begin = 0; return CKPT_ERR_BACKEND; }
+    g_capturing = 1;
+    *delta = &g_fake_delta;
+    return CKPT_OK;
+}
+static ckpt_result g_end(void *s, int keep, void **exec) {
+    (void)s;
+    g_capturing = 0;
+    *exec = NULL;
+    if (!keep) return CKPT_OK;
+    *exec = malloc(1);
+    g_live++;
+    return CKPT_OK;
+}
+static ckpt_result g_launch(void *s, void *exec, uint64_t delta) {
+    (void)s; (void)exec;
+    if (g_fail_launch) { g_fail_launch = 0; return CKPT_ERR_BACKEND; }
+    g_launches++;
+    g_last_delta = delta;
+    return CKPT_OK;
+}
+static void g_destroy(void *s, void *exec) { (void)s; free(exec); g_live--; }
+static ckpt_result fwd_rng(const ckpt_fwd_args *a) {
+    ckpt_philox p;
+    ckpt_result r = ckpt_ctx_rng(a->ctx, (uint64_t)a->ctx->stage + 1, &p);
+    if (r != CKPT_OK) return r;
+    if (a->ctx->mode == CKPT_MODE_FORWARD) { g_bases[a->ctx->stage] = p.base; g_delta_seen[a->ctx->stage] = p.delta; g_fwd_calls++; }
+    return fwd(a);
+}
+
+static void hook_save(void *state, void *user) { (void)user; memset(state, 0, 8); }
+static void hook_restore(const void *state, void *user) { (void)state; (void)user; }
+
+static void graph_mode(ckpt_backend *cpu) {
+    ckpt_chain_desc cd;
+    ckpt_backend fake = *cpu;
+    ckpt_stage_desc gst[N];
+    ckpt_chain *ch = NULL, *ref = NULL;
+    ckpt_chain_stats s = {0};
+    ckpt_plan_desc pd;
+    ckpt_result r;
+    float x[4] = {1, 2, 3, 4}, x2[4] = {1, 2, 3, 4}, gy[4] = {1, 1, 1, 1}, gx[4];
+    uint64_t ref_bases[8][N];
+    float hp[4];
+    int i, step;
+    base_desc(&cd, cpu); cd.graphs = 1;
+    EXPECT_CREATE(CKPT_ERR_BAD_ARGUMENT, "cannot capture graphs");
+    base_desc(&cd, cpu); cd.graphs = 2;
+    EXPECT_CREATE(CKPT_ERR_BAD_ARGUMENT, "graphs is 2");
+    fake.graph_begin = g_begin; fake.graph_end = g_end; fake.graph_launch = g_launch; fake.graph_destroy = g_destroy;
+    memcpy(gst, st, sizeof gst);
+    for (i = 0; i < N; i++) gst[i].forward = fwd_rng;
+    base_desc(&cd, &fake); cd.stages = gst; cd.graphs = 1;
+    gst[2].host_params = hp; gst[2].param_bytes = sizeof hp;
+    EXPECT_CREATE(CKPT_ERR_BAD_ARGUMENT, "streams its parameters");
+    gst[2].host_params = NULL; gst[2].param_bytes = 0;
+    cd.rng_hooks.state_bytes = 8; cd.rng_hooks.save = hook_save; cd.rng_hooks.restore = hook_restore;
+    EXPECT_CREATE(CKPT_ERR_BAD_ARGUMENT, "rng_hooks");
+    memset(&cd.rng_hooks, 0, sizeof cd.rng_hooks);
+
+    /* the reference: the same chain without graphs, 8 steps (a new plan before step 4) */
+    memset(&pd, 0, sizeof pd);
+    pd.policy = CKPT_POLICY_OPTIMAL; pd.budget = 6 * 256;    /* recomputes */
+    cd.graphs = 0;
+    CHECK(ckpt_chain_create(&cd, &ref) == CKPT_OK && ckpt_chain_plan(ref, &pd, NULL) == CKPT_OK, "reference chain");
+    for (step = 0; step < 8 && ref; step++) {
+        if (step == 4) ckpt_chain_plan(ref, &pd, NULL);
+        CHECK(ckpt_forward(ref, x, NULL) == CKPT_OK && ckpt_backward(ref, gy, gx) == CKPT_OK, "reference step");
+        memcpy(ref_bases[step], g_bases, sizeof g_bases);
+        for (i = 0; i < N; i++) CHECK(g_delta_seen[i] == NULL, "no graphs: no counter offset");
+    }
+    cd.graphs = 1;
+    r = ckpt_chain_create(&cd, &ch);
+    CHECK(r == CKPT_OK, "graph chain: %s", ckpt_result_string(r));
+    if (r != CKPT_OK) { ckpt_chain_destroy(ref); return; }
+    CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_OK, "plan");
+    g_fwd_calls = 0;
+    for (step = 0; step < 8; step++) {
+        int calls = g_fwd_calls;
+        if (step == 4) CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_OK, "plan again");
+        r = ckpt_forward(ch, step >= 6 ? x2 : x, NULL);
+        CHECK(r == CKPT_OK, "step %d forward: %s", step, ckpt_result_string(r));
+        r = ckpt_backward(ch, gy, gx);
+        CHECK(r == CKPT_OK, "step %d backward: %s", step, ckpt_result_string(r));
+        if (step == 0 || step == 4 || step == 6) {     /* captured: the callbacks ran, with this step's counters */
+            CHECK(g_fwd_calls == calls + N, "step %d: %d first forwards", step, g_fwd_calls - calls);
+            for (i = 0; i < N; i++)
+                CHECK(g_bases[i] == ref_bases[step][i] && g_delta_seen[i] == &g_fake_delta,
+                      "step %d stage %d: base %llu, without graphs %llu", step, i, (unsigned long long)g_bases[i],
+                      (unsigned long long)ref_bases[step][i]);
+        } else {
+            CHECK(g_fwd_calls == calls, "step %d: a replay ran %d callbacks", step, g_fwd_calls - calls);
+            CHECK(g_last_delta == ref_bases[step][0] - ref_bases[step == 5 ? 4 : step == 7 ? 6 : 0][0],
+                  "step %d: counter offset %llu", step, (unsigned long long)g_last_delta);
+        }
+    }
+    ckpt_chain_get_stats(ch, &s);
+    CHECK(s.graph_captures == 6 && s.graph_replays == 10 && s.steps == 8, "%llu captures, %llu replays, %llu steps",
+          (unsigned long long)s.graph_captures, (unsigned long long)s.graph_replays, (unsigned long long)s.steps);
+    {
+        ckpt_chain_stats rs = {0};
+        ckpt_chain_get_stats(ref, &rs);
+        CHECK(rs.ops_run == s.ops_run, "ops run: %llu with graphs, %llu without", (unsigned long long)s.ops_run,
+              (unsigned long long)rs.ops_run);
+    }
+    /* failures: the step fails with the backend's error; the next one captures and runs */
+    clear_log();
+    g_fail_launch = 1;
+    r = ckpt_forward(ch, x2, NULL);
+    CHECK(r == CKPT_ERR_BACKEND && strstr(last_msg, "launching the forward graph"), "failed launch: %s (%s)",
+          ckpt_result_string(r), last_msg);
+    CHECK(g_live == 0, "a failed launch drops the graphs (%d live)", g_live);
+    g_fail_begin = 1;
+    r = ckpt_forward(ch, x2, NULL);
+    CHECK(r == CKPT_ERR_BACKEND && strstr(last_msg, "could not begin capturing"), "failed capture: %s (%s)",
+          ckpt_result_string(r), last_msg);
+    fail_fwd_stage = 3;     /* a callback fails during the capture */
+    r = ckpt_forward(ch, x2, NULL);
+    CHECK(r == CKPT_ERR_CALLBACK && !g_capturing && g_live == 0, "a callback failing in a capture: %s, capturing %d, %d live",
+          ckpt_result_string(r), g_capturing, g_live);
+    fail_fwd_stage = -1;
+    CHECK(ckpt_forward(ch, x2, NULL) == CKPT_OK && ckpt_backward(ch, gy, gx) == CKPT_OK, "a step after the failures");
+    for (i = 0; i < N; i++)     /* the failed steps consumed nothing: these are the reference's step 8 */
+        CHECK(g_bases[i] == ref_bases[7][i] + (ref_bases[7][N - 1] + N - ref_bases[7][0]), "stage %d after the failures: base %llu",
+              i, (unsigned long long)g_bases[i]);
+    ckpt_chain_get_stats(ch, &s);
+    CHECK(s.graph_captures == 8 && s.steps == 9, "%llu captures after the failures", (unsigned long long)s.graph_captures);
+    ckpt_chain_destroy(ch);
+    ckpt_chain_destroy(ref);
+    CHECK(g_live == 0, "%d graphs left", g_live);
+}
+
 int main(void) {
     ckpt_backend be;
     init_stages();
@@ -594,6 +739,7 @@ int main(void) {
     failing_callbacks(&be);
     injected_failures(&be);
     huge_times(&be);
+    graph_mode(&be);
     ckpt_cpu_backend_destroy(&be);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

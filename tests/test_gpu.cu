@@ -16,7 +16,13 @@
      (args->params, host_grads), against streamed store-all;
    - ckpt_chain_measure on the device: timed through the backend's events (two records on the
      compute stream per callback), one sample per F and B op of the plan, and its steps are
-     ordinary steps: the same gradients as two ckpt_forward/ckpt_backward steps. */
+     ordinary steps: the same gradients as two ckpt_forward/ckpt_backward steps;
+   - graph mode (ckpt_chain_desc.graphs) on a stream of its own: random chains of dropout layers
+     under store-all, optimal and offload (copies inside the graphs), 8 steps each against the
+     same chain without graphs: gradients and outputs bit-identical after every step (replays
+     draw the step's own random numbers), outputs differ from step to step (new masks), one
+     capture per sweep, a new plan and a new input pointer captured again once; the legacy
+     stream refused. Skipped where the runtime cannot capture (the host emulation). */
 #define CKPT_IMPLEMENTATION
 #ifdef CKPT_TEST_HIP
 #define CKPT_HIP_IMPLEMENTATION
@@ -133,7 +139,7 @@ static void rng(ckpt_backend *be) {
         size_t n = sizes[si];
         ckpt_philox p;
         int kind;
-        p.key = rnd(); p.base = si == 6 ? 0xFFFFFFFFull - 1 : rnd() >> 8; p.count = (n + 3) / 4;   /* n = 255: a carry into word 1 */
+        p.delta = NULL; p.key = rnd(); p.base = si == 6 ? 0xFFFFFFFFull - 1 : rnd() >> 8; p.count = (n + 3) / 4;   /* n = 255: a carry into word 1 */
         for (kind = 0; kind < 3; kind++) {
             ckpt_result r;
             if (kind == 0) { ckpt_philox_fill_uniform(&p, host.data(), n); r = GPU(philox_uniform)(be, &p, dv, n, NULL); }
@@ -155,7 +161,7 @@ static void rng(ckpt_backend *be) {
         }
     }
     {   /* edges: p_drop 0 keeps everything unscaled, 1 drops everything; bad arguments */
-        ckpt_philox p = {5, 6, 1000};
+        ckpt_philox p = {5, 6, 1000, NULL};
         size_t i;
         for (i = 0; i < 4000; i++) in[i] = (float)i;
         CU(cudaMemcpy(dv, in.data(), 4000 * sizeof(float), cudaMemcpyHostToDevice));
@@ -557,6 +563,181 @@ static void executor(const ckpt_backend *be) {
     CHECK(measured >= 6, "only %d plans measured", measured);
 }
 
+/* ---- graph mode ---------------------------------------------------------------------------------
+   One run of `graph_steps` steps: steps 4-5 after planning again (same desc), steps 6-7 with the
+   input at another address (same values). Per step: the gradients so far and the output; the
+   stats after steps 3, 5 and 7. */
+enum { graph_steps = 8 };
+static ckpt_result graph_run(chain_case *c, const ckpt_plan_desc *pd, const ckpt_backend *be, int graphs, float *x2,
+                             std::vector<std::vector<float> > *grads, std::vector<std::vector<float> > *outs,
+                             ckpt_chain_stats st[3], ckpt_plan_info *info) {
+    ckpt_chain_desc cd;
+    ckpt_chain *ch = NULL;
+    ckpt_result r;
+    int i, step;
+    size_t ny = (size_t)ROWS * c->layers[c->n - 1].wout;
+    memset(&cd, 0, sizeof cd);
+    cd.stages = c->st; cd.n_stages = c->n; cd.backend = be; cd.seed = 0x5eedull; cd.rng_offset = 3;
+    cd.input_bytes = sizeof(float) * ROWS * (size_t)c->layers[0].win;
+    cd.graphs = graphs;
+    cd.logger.fn = ckpt_log_stderr;
+    for (i = 0; i < c->n; i++) {
+        layer *L = &c->layers[i];
+        CU(cudaMemset(L->dW, 0, sizeof(float) * L->win * L->wout));
+        CU(cudaMemset(L->db, 0, sizeof(float) * L->wout));
+        L->streamed = 0;
+        c->st[i].host_params = NULL; c->st[i].param_bytes = 0; c->st[i].host_grads = NULL;
+    }
+    grads->clear(); outs->clear();
+    if ((r = ckpt_chain_create(&cd, &ch)) != CKPT_OK) return r;
+    r = ckpt_chain_plan(ch, pd, info);
+    for (step = 0; step < graph_steps && r == CKPT_OK; step++) {
+        const void *out = NULL;
+        if (step == 4) r = ckpt_chain_plan(ch, pd, info);
+        if (r == CKPT_OK) r = ckpt_forward(ch, step >= 6 ? x2 : c->x, &out);
+        if (r == CKPT_OK) {
+            std::vector<float> y(ny);
+            CU(cudaStreamSynchronize((cudaStream_t)be->compute_stream(be->state)));
+            CU(cudaMemcpy(y.data(), out, ny * sizeof(float), cudaMemcpyDeviceToHost));
+            outs->push_back(y);
+            r = ckpt_backward(ch, c->gy, c->gx);
+        }
+        if (r == CKPT_OK) grads->push_back(gather(c));
+        if (r == CKPT_OK && (step == 3 || step == 5 || step == 7)) ckpt_chain_get_stats(ch, &st[(step - 3) / 2]);
+    }
+    ckpt_chain_destroy(ch);
+    return r;
+}
+
+static void graphs(void) {
+    const ckpt_policy policies[] = {CKPT_POLICY_STORE_ALL, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD};
+    cudaStream_t gs;
+    ckpt_backend gb, legacy;
+    gpu_desc d;
+    cudaError_t e;
+    int ci, runs = 0, offloaded = 0, recomputed = 0;
+    e = cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking);
+    CHECK(e == cudaSuccess, "stream: %s", cudaGetErrorString(e));
+    {   /* can this runtime capture at all? (the host emulation cannot) */
+        cudaGraph_t g = NULL;
+        e = cudaStreamBeginCapture(gs, cudaStreamCaptureModeRelaxed);
+        if (e == cudaSuccess) e = cudaStreamEndCapture(gs, &g);
+        if (g) (void)cudaGraphDestroy(g);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            printf("graphs: skipped: this runtime cannot capture a stream (%s)\n", cudaGetErrorName(e));
+            (void)cudaStreamDestroy(gs);
+            return;
+        }
+    }
+    memset(&d, 0, sizeof d);
+    d.logger.fn = capture;
+    d.stream = (void *)gs;
+    CHECK(GPU(backend_create)(&d, &gb) == CKPT_OK, "graph backend");
+    CHECK(gb.graph_begin && gb.graph_end && gb.graph_launch && gb.graph_destroy, "the backend has every graph entry");
+    g_be = &gb;
+    for (ci = 0; ci < 8; ci++) {
+        chain_case c;
+        float *x2;
+        size_t nx;
+        int pi;
+        make_case(&c);
+        c.layers[c.n - 1].p_drop = 0.25f;     /* the output shows each step's mask */
+        nx = (size_t)ROWS * c.layers[0].win;
+        CU(cudaMalloc((void **)&x2, nx * sizeof(float)));
+        CU(cudaMemcpy(x2, c.x, nx * sizeof(float), cudaMemcpyDeviceToDevice));
+        for (pi = 0; pi < 3; pi++) {
+            std::vector<std::vector<float> > g0, y0, g1, y1;
+            ckpt_chain_stats s0[3], s1[3];
+            ckpt_plan_info info0, info1;
+            ckpt_plan_desc pd;
+            ckpt_result r0, r1;
+            int step, changes = 0;
+            memset(&pd, 0, sizeof pd);
+            memset(s1, 0, sizeof s1);
+            pd.policy = policies[pi];
+            if (pi) {   /* half of store-all's peak */
+                ckpt_plan_desc sa;
+                ckpt_plan_info si;
+                ckpt_chain_desc cd;
+                ckpt_chain *ch = NULL;
+                memset(&sa, 0, sizeof sa); memset(&cd, 0, sizeof cd);
+                cd.stages = c.st; cd.n_stages = c.n; cd.backend = &gb;
+                if (ckpt_chain_create(&cd, &ch) != CKPT_OK) continue;
+                sa.policy = CKPT_POLICY_STORE_ALL;
+                if (ckpt_chain_plan_dry(ch, &sa, &si) == CKPT_OK) pd.budget = si.store_all_peak / 2;
+                ckpt_chain_destroy(ch);
+                pd.bandwidth = 256;
+            }
+            r0 = graph_run(&c, &pd, &gb, 0, x2, &g0, &y0, s0, &info0);
+            if (r0 == CKPT_ERR_INFEASIBLE) continue;
+            CHECK(r0 == CKPT_OK, "case %d %s without graphs: %s", ci, ckpt_policy_name(pd.policy), ckpt_result_string(r0));
+            r1 = graph_run(&c, &pd, &gb, 1, x2, &g1, &y1, s1, &info1);
+            CHECK(r1 == CKPT_OK, "case %d %s with graphs: %s (%s)", ci, ckpt_policy_name(pd.policy), ckpt_result_string(r1), last_log);
+            if (r0 != CKPT_OK || r1 != CKPT_OK) continue;
+            runs++;
+            offloaded += info1.n_offloaded > 0;
+            recomputed += info1.n_recomputed > 0;
+            CHECK(g0.size() == graph_steps && g1.size() == graph_steps && y0.size() == graph_steps && y1.size() == graph_steps,
+                  "steps run");
+            for (step = 0; step < graph_steps && step < (int)g1.size() && step < (int)g0.size(); step++) {
+                CHECK(g0[step] == g1[step], "case %d %s step %d: gradients with graphs differ from without", ci,
+                      ckpt_policy_name(pd.policy), step);
+                CHECK(y0[step] == y1[step], "case %d %s step %d: outputs with graphs differ from without", ci,
+                      ckpt_policy_name(pd.policy), step);
+                changes += step && y1[step] != y1[step - 1];
+            }
+            /* new masks every step (at least 5 outputs; the cases and seeds are fixed, so this is deterministic) */
+            CHECK(changes >= 4, "case %d %s: the output changed in %d steps of %d (the same dropout masks?)", ci,
+                  ckpt_policy_name(pd.policy), changes, graph_steps - 1);
+            CHECK(s1[0].graph_captures == 2 && s1[0].graph_replays == 6, "4 steps: %llu captures, %llu replays (2, 6)",
+                  (unsigned long long)s1[0].graph_captures, (unsigned long long)s1[0].graph_replays);
+            CHECK(s1[1].graph_captures == 4 && s1[1].graph_replays == 8, "a new plan: %llu captures, %llu replays (4, 8)",
+                  (unsigned long long)s1[1].graph_captures, (unsigned long long)s1[1].graph_replays);
+            CHECK(s1[2].graph_captures == 6 && s1[2].graph_replays == 10, "a new input: %llu captures, %llu replays (6, 10)",
+                  (unsigned long long)s1[2].graph_captures, (unsigned long long)s1[2].graph_replays);
+            CHECK(s0[2].graph_captures == 0 && s0[2].graph_replays == 0, "no graphs, no captures");
+            CHECK(s1[2].ops_run == s0[2].ops_run && s1[2].copies == s0[2].copies && s1[2].steps == s0[2].steps,
+                  "stats: ops %llu/%llu, copies %llu/%llu", (unsigned long long)s1[2].ops_run,
+                  (unsigned long long)s0[2].ops_run, (unsigned long long)s1[2].copies, (unsigned long long)s0[2].copies);
+        }
+        CU(cudaFree(x2));
+        free_case(&c);
+    }
+    {   /* the legacy stream cannot be captured: the step fails, nothing is left half done */
+        chain_case c;
+        ckpt_chain_desc cd;
+        ckpt_chain *ch = NULL;
+        ckpt_result r;
+        memset(&d, 0, sizeof d);
+        d.logger.fn = capture;
+        CHECK(GPU(backend_create)(&d, &legacy) == CKPT_OK, "legacy-stream backend");
+        g_be = &legacy;
+        make_case(&c);
+        memset(&cd, 0, sizeof cd);
+        cd.stages = c.st; cd.n_stages = c.n; cd.backend = &legacy; cd.graphs = 1;
+        for (int i = 0; i < c.n; i++) { c.st[i].host_params = NULL; c.st[i].param_bytes = 0; c.st[i].host_grads = NULL; c.layers[i].streamed = 0; }
+        r = ckpt_chain_create(&cd, &ch);
+        CHECK(r == CKPT_OK, "create: %s", ckpt_result_string(r));
+        if (r == CKPT_OK) r = ckpt_chain_plan(ch, NULL, NULL);
+        if (r == CKPT_OK) {
+            r = ckpt_forward(ch, c.x, NULL);
+            CHECK(r == CKPT_ERR_BAD_ARGUMENT && strstr(last_log, "legacy"), "legacy stream: %s (%s)", ckpt_result_string(r), last_log);
+            r = ckpt_forward(ch, c.x, NULL);
+            CHECK(r == CKPT_ERR_BAD_ARGUMENT, "again: %s", ckpt_result_string(r));
+        }
+        ckpt_chain_destroy(ch);
+        free_case(&c);
+        GPU(backend_destroy)(&legacy);
+    }
+    GPU(backend_destroy)(&gb);
+    CU(cudaStreamDestroy(gs));
+    printf("graphs: %d chain runs of %d steps with graphs bit-identical to without (%d offloading, %d recomputing)\n",
+           runs, graph_steps, offloaded, recomputed);
+    CHECK(runs >= 12 && offloaded > 0 && recomputed > 0, "graphs: %d runs, %d offloading, %d recomputing", runs, offloaded,
+          recomputed);
+}
+
 int main(void) {
     ckpt_backend be;
     gpu_desc d;
@@ -567,7 +748,7 @@ int main(void) {
     if (r == CKPT_ERR_NO_DEVICE) {
         ckpt_backend cpu;
         float x;
-        ckpt_philox p = {1, 0, 1};
+        ckpt_philox p = {1, 0, 1, NULL};
         r = GPU(backend_create)(&d, &be);
         CHECK(r == CKPT_ERR_NO_DEVICE && last_item == CKPT_ERR_NO_DEVICE, "create without a device: %s", ckpt_result_string(r));
         CHECK(strstr(last_log, "Error") != NULL, "the log names the runtime error: '%s'", last_log);
@@ -595,6 +776,7 @@ int main(void) {
     rng(&be);
     checksum(&be);
     executor(&be);
+    graphs();
     GPU(backend_destroy)(&be);
     CHECK(be.state == NULL, "destroy clears the struct");
     printf("%d passed, %d failed\n", checks - failures, failures);

@@ -38,7 +38,7 @@
 typedef enum cudaError {
     cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorInvalidConfiguration = 9,
     cudaErrorInvalidDevicePointer = 17, cudaErrorInsufficientDriver = 35, cudaErrorNoDevice = 100,
-    cudaErrorInvalidResourceHandle = 400
+    cudaErrorInvalidResourceHandle = 400, cudaErrorNotSupported = 801
 } cudaError_t;
 typedef struct emu_stream *cudaStream_t;
 typedef struct emu_event *cudaEvent_t;
@@ -46,6 +46,14 @@ typedef struct emu_event *cudaEvent_t;
 #define cudaStreamDefault 0u
 #define cudaStreamNonBlocking 1u
 #define cudaHostAllocDefault 0u
+/* Graphs and stream capture: declared so that the backend compiles; not emulated (every call
+   returns cudaErrorNotSupported, so a chain in graph mode fails its first step). */
+typedef struct emu_graph *cudaGraph_t;
+typedef struct emu_graph_exec *cudaGraphExec_t;
+typedef enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1,
+    cudaStreamCaptureModeRelaxed = 2 } cudaStreamCaptureMode;
+typedef enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1,
+    cudaStreamCaptureStatusInvalidated = 2 } cudaStreamCaptureStatus;
 typedef enum cudaMemcpyKind { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
     cudaMemcpyDeviceToDevice = 3, cudaMemcpyDefault = 4 } cudaMemcpyKind;
 
@@ -110,6 +118,13 @@ cudaError_t cudaEventDestroy(cudaEvent_t);
 cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t);
 cudaError_t cudaEventSynchronize(cudaEvent_t);
 cudaError_t cudaEventElapsedTime(float *, cudaEvent_t, cudaEvent_t);
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode);
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *);
+cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus *);
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *, cudaGraph_t, unsigned long long);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t);
+cudaError_t cudaGraphDestroy(cudaGraph_t);
 
 /* ---- the emulator's own interface ------------------------------------------------------------- */
 /* Device mode: device memory is readable and writable only between enter and leave (nested). */

@@ -72,6 +72,7 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotSupported: return "cudaErrorNotSupported";
     }
     return "cudaErrorOther";
 }
@@ -256,6 +257,18 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
     *ms = (float)(b->t - a->t);
     return cudaSuccess;
 }
+
+/* ---- graphs: not emulated; a stream never captures ----------------------------------------------- */
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) { return fail(cudaErrorNotSupported); }
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *g) { *g = nullptr; return fail(cudaErrorNotSupported); }
+cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus *st) { *st = cudaStreamCaptureStatusNone; return cudaSuccess; }
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *x, cudaGraph_t, unsigned long long) {
+    *x = nullptr;
+    return fail(cudaErrorNotSupported);
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) { return fail(cudaErrorNotSupported); }
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t) { return cudaSuccess; }
+cudaError_t cudaGraphDestroy(cudaGraph_t) { return cudaSuccess; }
 
 /* ---- copies and memsets ----------------------------------------------------------------------- */
 static cudaError_t cp(void *d, const void *s, size_t n, cudaMemcpyKind k) {
