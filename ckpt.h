@@ -44,7 +44,7 @@
    allocate: every buffer comes from the arena. Use ckpt_layout to carve a tape into pieces.
    Nothing the library hands a callback is zeroed: out, tape, grad_in and the workspaces hold
    whatever the arena held, so a backward that adds into grad_in (as llm.c's kernels do) must clear
-   it first. Only a streamed stage's param_grads is zeroed (PARAMETER STREAMING).
+   it first. A streamed stage's param_grads holds its host_grads (PARAMETER STREAMING).
    ckpt_forward_eval runs the forward alone for evaluation (mode CKPT_MODE_EVAL: skip dropout),
    between steps, in the same arena, consuming no random numbers.
 
@@ -206,25 +206,29 @@
    ------------------------------------
    A stage whose parameters do not fit on the device next to everything else sets host_params
    and param_bytes in its desc (and host_grads for float gradients). Its callbacks then get
-   args->params, a device copy, and the backward also args->param_grads, a zeroed device buffer
-   to ADD its gradients into. The chain keeps two parameter slots and two gradient slots of the
-   largest param_bytes on the device (ckpt_chain_stats.slot_bytes; outside the plan's budget,
-   which covers activations) and two pinned staging buffers. While op k runs, the parameters of
-   the next op's stage load into the other slot on the host-to-device copy stream; op k+1 waits
-   only for that load. A slot that already holds the stage is reused, so F(i) followed by B(i)
-   loads once. After a B op the gradient slot goes to pinned staging on the device-to-host
-   stream and is added into host_grads (on the host, in order) before its staging buffer is
-   needed again, and at the latest when ckpt_backward returns (after a failed backward,
-   host_grads holds the stages already back-propagated: zero it before retrying). Each sweep (forward, backward)
-   starts with empty slots: the host parameters may have changed since the last one.
+   args->params, a device copy, and the backward also args->param_grads, a device buffer that
+   holds the stage's host_grads on entry: the callback ADDS its gradients into it. The chain
+   keeps two parameter slots and two gradient slots of the largest param_bytes on the device
+   (ckpt_chain_stats.slot_bytes; outside the plan's budget, which covers activations). While op
+   k runs, the parameters of the next op's stage load into the other slot on the host-to-device
+   copy stream (and, when op k+1 is a B op, its stage's host_grads into a gradient slot, after
+   that slot's last copy back); op k+1 waits only for those loads. A slot that already holds
+   the stage is reused, so F(i) followed by B(i) loads once. After a B op the gradient slot is
+   copied straight back into host_grads on the device-to-host stream: the host neither waits
+   nor adds anything during a step, and host_grads is complete when ckpt_backward returns
+   (host_grads, like host_params, should be pinned on a GPU; stages' host_grads must not
+   overlap). After a failed backward no copy is in flight: host_grads of each stage whose B op
+   completed holds its gradient added (unless copying it back is what failed), the others are
+   unchanged; zero them all before retrying the step. Each sweep (forward, backward) starts
+   with empty slots: the host parameters may have changed since the last one.
    ckpt_chain_desc.microbatches = k gives the chain k lanes: ckpt_forward_microbatches and
    ckpt_backward_microbatches run every op for microbatches 0..k-1 before the next op, each in
    its own copy of the arena (arena_bytes is k times one lane; plans and peaks are per lane),
    so a streamed stage's parameters are loaded once per op for all k: once per forward and once
    per backward sweep with store-all. Each lane draws its own random numbers and replays them in
    its recomputations. The k lanes of a B op add into one gradient slot (lane 0 first), which
-   is added into host_grads once. ckpt_split_by_bytes and ckpt_split_segments group layers into
-   stages.
+   is copied back into host_grads once. ckpt_split_by_bytes and ckpt_split_segments group
+   layers into stages.
 
    MEASURED TIMES
    --------------
@@ -245,7 +249,7 @@
    first forwards and recomputations alike, and with k microbatches each lane's call (the times
    are per microbatch, as the planner's are per lane); a stage's time is the median of its
    samples, so a stray slow call (a page fault, a preempted thread) does not move it. Waits for
-   copies (prefetches, parameter loads), clearing gradient slots, RNG hooks and the library's own
+   copies (prefetches, parameter and gradient loads), RNG hooks and the library's own
    work fall outside. The clock: when the backend's compute_stream returns a stream and it has
    every event entry (CUDA, HIP), an event recorded on the compute stream before and after each
    callback, read after the step: kernels are timed where they run, and a wait queued on the
@@ -317,15 +321,13 @@
                      boundary 3 or tape 3), "W T3" (compute waits for that copy).
      alloc_pinned, free_pinned
                      once per plan that offloads, for the pinned pool (ckpt_chain_stats.pool_bytes,
-                     freed and allocated with the arena),
-                     and at ckpt_chain_create for the gradient staging of parameter streaming.
-     copy_async      for every O and P op, every parameter load and gradient copy; on
+                     freed and allocated with the arena).
+     copy_async      for every O and P op, every parameter load, gradient load and copy back; on
                      copy_stream(kind) when the backend has copy streams and events, else on the
                      compute stream (NULL) in order.
      copy_stream, event_create/destroy/record, stream_wait_event, event_synchronize
                      to order those copies against compute (see OFFLOAD and PARAMETER STREAMING);
                      all of them, or copies run on the compute stream.
-     memset_async    to clear a gradient slot before a streamed stage's backward.
      event_elapsed_ms
                      by ckpt_chain_measure, with compute_stream and the other event entries, to
                      time callbacks on the compute stream (MEASURED TIMES).
@@ -336,8 +338,8 @@
                      around the ops of a sweep being captured, launch for every sweep of a graph
                      (the capturing one too, since capture only records), destroy when a graph
                      is captured again or the plan or chain goes.
-   mem_info and checksum are for users' own code. backends/ckpt_cuda.h and backends/ckpt_hip.h
-   implement every entry on the GPU. The backend must outlive every chain that uses it; the chain
+   memset_async, mem_info and checksum are for users' own code. backends/ckpt_cuda.h and
+   backends/ckpt_hip.h implement every entry on the GPU. The backend must outlive every chain that uses it; the chain
    copies the struct, not the state.
 */
 #ifndef CKPT_H_INCLUDED
@@ -741,10 +743,10 @@ typedef struct ckpt_bwd_args {
                                NOT zeroed (the caller's G[0] neither): write it, do not add into it */
     void *workspace;        /* bwd_workspace_bytes of scratch (NULL if 0); NOT zeroed */
     const void *params;     /* parameter streaming: the device copy of host_params; else NULL */
-    void *param_grads;      /* parameter streaming with host_grads: param_bytes of device memory,
-                               zeroed before the op; ADD this stage's gradients into it (every
-                               microbatch of the op adds into the same buffer). Afterwards the
-                               library copies it back and adds it into host_grads. Else NULL. */
+    void *param_grads;      /* parameter streaming with host_grads: param_bytes of device memory
+                               holding the stage's host_grads on entry; ADD this stage's gradients
+                               into it (every microbatch of the op adds into the same buffer).
+                               Afterwards the library copies it back into host_grads. Else NULL. */
 } ckpt_bwd_args;
 
 /* Return CKPT_OK, or any negative code to abort the step (reported as CKPT_ERR_CALLBACK, or as
@@ -780,8 +782,9 @@ typedef struct ckpt_stage_desc {
        loaded into a device slot ahead of each op that runs the stage. */
     const void *host_params;        /* NULL: no streaming for this stage */
     size_t param_bytes;
-    float *host_grads;              /* float gradients, param_bytes / 4 of them, that every
-                                       backward adds into; NULL: the callback keeps its own */
+    float *host_grads;              /* float gradients, param_bytes / 4 of them: loaded into
+                                       param_grads before each backward, which adds into it, and
+                                       copied back after; NULL: the callback keeps its own */
     int n_tape_options;             /* options beyond option 0: 0..CKPT_MAX_TAPE_OPTIONS - 1 */
     ckpt_tape_option tape_options[CKPT_MAX_TAPE_OPTIONS - 1];   /* options 1..n_tape_options */
 } ckpt_stage_desc;
@@ -1079,8 +1082,9 @@ typedef struct ckpt_chain_stats {
     uint64_t pool_bytes;        /* offload: the pinned pool allocated once through the backend */
     uint64_t copies;            /* offload: O and P copies issued */
     uint64_t param_loads;       /* streaming: parameter copies to the device */
-    uint64_t grad_stores;       /* streaming: gradient copies to the host */
+    uint64_t grad_stores;       /* streaming: gradient copies to the host (into host_grads) */
     uint64_t slot_bytes;        /* streaming: device bytes of the parameter and gradient slots */
+    uint64_t grad_loads;        /* streaming: host_grads copies to the device (one per B op) */
     uint64_t graph_captures;    /* graphs: sweeps captured (a step that captures both its forward
                                    and its backward counts 2) */
     uint64_t graph_replays;     /* graphs: sweeps replayed from a graph captured earlier */
@@ -3844,13 +3848,14 @@ struct ckpt_chain {
     /* microbatches: lane m has the arena bytes [m * lane_bytes, (m + 1) * lane_bytes) */
     int lanes;
     uint64_t lane_bytes;
-    /* parameter streaming: two parameter slots and two gradient slots on the device, two pinned
-       staging buffers for gradients; events order them (async: the backend has copy streams) */
+    /* parameter streaming: two parameter slots and two gradient slots on the device; events
+       order them (async: the backend has copy streams). gslot_stage: the stage whose host_grads
+       a gradient slot was loaded with for its next B op (-1: none) */
     int streaming, async;
     size_t max_params, max_grads;
-    void *pslot[2], *gslot[2], *gstage[2];
-    int pslot_stage[2], pload_pending[2], pfree_recorded[2], last_pslot, gstage_owner[2], next_g;
-    void *ev_pfree[2], *ev_pload[2], *ev_gdone[2], *ev_bdone;
+    void *pslot[2], *gslot[2];
+    int pslot_stage[2], pload_pending[2], pfree_recorded[2], last_pslot, gslot_stage[2], gdone_recorded[2], next_g;
+    void *ev_pfree[2], *ev_pload[2], *ev_gload[2], *ev_gdone[2], *ev_bdone;
     /* the step */
     int state;
     const void **inputs;            /* per lane: X[0] of the step */
@@ -3932,10 +3937,21 @@ static void _ckpt_free_events(ckpt_chain *ch, void **ev, size_t n) {
     _ckpt_free(&ch->al, ev);
 }
 
+/* Without the backend's synchronize: waits for the last copy back into host_grads of each
+   gradient slot (the device-to-host stream runs them in order). */
+static ckpt_result _ckpt_grad_wait(ckpt_chain *ch) {
+    ckpt_result r = CKPT_OK;
+    int g;
+    for (g = 0; g < 2 && r == CKPT_OK; g++)
+        if (ch->async && ch->gdone_recorded[g]) r = ch->be.event_synchronize(ch->be.state, ch->ev_gdone[g]);
+    return r;
+}
+
 /* Waits for the copies a forward or a failed step left in flight (offloads, prefetches,
-   parameter loads, gradient stores) before their buffers are reused or freed. */
+   parameter loads, gradient loads and copies back) before their buffers are reused or freed. */
 static void _ckpt_sync_copies(ckpt_chain *ch) {
     if ((ch->pool || ch->streaming) && ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);
+    else if (ch->streaming) (void)_ckpt_grad_wait(ch);
 }
 
 /* >>graphs: drops both graphs (the next step captures again), once the device is done with them. */
@@ -3980,10 +3996,10 @@ static void _ckpt_stream_free(ckpt_chain *ch) {
     for (i = 0; i < 2; i++) {
         if (ch->pslot[i]) ch->be.free(ch->be.state, ch->pslot[i]);
         if (ch->gslot[i]) ch->be.free(ch->be.state, ch->gslot[i]);
-        if (ch->gstage[i]) ch->be.free_pinned(ch->be.state, ch->gstage[i]);
-        ch->pslot[i] = ch->gslot[i] = ch->gstage[i] = NULL;
+        ch->pslot[i] = ch->gslot[i] = NULL;
         _ckpt_event_drop(ch, &ch->ev_pfree[i]);
         _ckpt_event_drop(ch, &ch->ev_pload[i]);
+        _ckpt_event_drop(ch, &ch->ev_gload[i]);
         _ckpt_event_drop(ch, &ch->ev_gdone[i]);
     }
     _ckpt_event_drop(ch, &ch->ev_bdone);
@@ -4001,20 +4017,20 @@ static ckpt_result _ckpt_stream_setup(ckpt_chain *ch) {
         if (st->host_grads && st->param_bytes > ch->max_grads) ch->max_grads = st->param_bytes;
     }
     ch->pslot_stage[0] = ch->pslot_stage[1] = ch->last_pslot = -1;
-    ch->gstage_owner[0] = ch->gstage_owner[1] = -1;
+    ch->gslot_stage[0] = ch->gslot_stage[1] = -1;
     if (!ch->streaming) return CKPT_OK;
-    if (!be->copy_async || (ch->max_grads && (!be->alloc_pinned || !be->free_pinned || !be->memset_async)))
-        return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_BACKEND, "parameter streaming needs the backend's copies, memset and "
-                         "pinned memory (%s has not all of them)", be->name ? be->name : "unnamed");
+    if (!be->copy_async)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_BACKEND, "parameter streaming needs the backend's copy_async (%s has "
+                         "none)", be->name ? be->name : "unnamed");
     ch->async = be->copy_stream && be->copy_stream(be->state, CKPT_COPY_HOST_TO_DEVICE) &&
                 be->copy_stream(be->state, CKPT_COPY_DEVICE_TO_HOST) && be->event_create && be->event_destroy &&
                 be->event_record && be->stream_wait_event && be->event_synchronize;
     for (i = 0; i < 2 && r == CKPT_OK; i++) {
         r = be->alloc(be->state, ch->max_params, &ch->pslot[i]);
         if (r == CKPT_OK && ch->max_grads) r = be->alloc(be->state, ch->max_grads, &ch->gslot[i]);
-        if (r == CKPT_OK && ch->max_grads) r = be->alloc_pinned(be->state, ch->max_grads, &ch->gstage[i]);
         if (r == CKPT_OK && ch->async) r = be->event_create(be->state, &ch->ev_pfree[i]);
         if (r == CKPT_OK && ch->async) r = be->event_create(be->state, &ch->ev_pload[i]);
+        if (r == CKPT_OK && ch->async && ch->max_grads) r = be->event_create(be->state, &ch->ev_gload[i]);
         if (r == CKPT_OK && ch->async) r = be->event_create(be->state, &ch->ev_gdone[i]);
     }
     if (r == CKPT_OK && ch->async) r = be->event_create(be->state, &ch->ev_bdone);
@@ -4814,38 +4830,54 @@ static ckpt_result _ckpt_param_release(ckpt_chain *ch, int slot) {
     return CKPT_OK;
 }
 
-/* Adds a staged gradient into its stage's host_grads once its copy is done. */
-static ckpt_result _ckpt_grad_drain(ckpt_chain *ch, int g) {
-    int st = ch->gstage_owner[g];
+/* Loads stage's host_grads into gradient slot g for its B op, on the host-to-device stream
+   after the slot's last copy back (which itself follows that slot's last B op). */
+static ckpt_result _ckpt_grad_load(ckpt_chain *ch, int g, int stage) {
+    const ckpt_backend *be = &ch->be;
+    const ckpt_stage_desc *st = &ch->stages[stage];
+    void *stream = ch->async ? be->copy_stream(be->state, CKPT_COPY_HOST_TO_DEVICE) : NULL;
     ckpt_result r = CKPT_OK;
-    size_t j, nf;
-    const float *src;
-    float *dst;
-    if (st < 0) return CKPT_OK;
-    ch->gstage_owner[g] = -1;
-    if (ch->async) r = ch->be.event_synchronize(ch->be.state, ch->ev_gdone[g]);
-    else if (ch->be.synchronize) r = ch->be.synchronize(ch->be.state, NULL);
-    if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "waiting for a gradient copy failed");
-    src = (const float *)ch->gstage[g];
-    dst = ch->stages[st].host_grads;
-    nf = ch->stages[st].param_bytes / sizeof(float);
-    for (j = 0; j < nf; j++) dst[j] += src[j];
+    ch->gslot_stage[g] = -1;
+    if (stream && ch->gdone_recorded[g]) r = be->stream_wait_event(be->state, stream, ch->ev_gdone[g]);
+    if (r == CKPT_OK) r = be->copy_async(be->state, ch->gslot[g], st->host_grads, st->param_bytes, CKPT_COPY_HOST_TO_DEVICE, stream);
+    if (r == CKPT_OK && stream) r = be->event_record(be->state, ch->ev_gload[g], stream);
+    if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "stage %d (%s): loading its host_grads failed", stage, _ckpt_stage_name(ch, stage));
+    ch->gslot_stage[g] = stage;
+    ch->stats.grad_loads++;
     return CKPT_OK;
 }
 
-/* Before a B op of a stage with host_grads: a zeroed gradient slot (its last copy drained). */
-static ckpt_result _ckpt_grad_begin(ckpt_chain *ch, int stage, int *g) {
-    ckpt_result r;
-    *g = -1;
-    if (!ch->stages[stage].host_grads || !ch->stages[stage].host_params || !ch->stages[stage].param_bytes) return CKPT_OK;
-    *g = ch->next_g;
-    ch->next_g ^= 1;
-    if ((r = _ckpt_grad_drain(ch, *g)) != CKPT_OK) return r;
-    r = ch->be.memset_async(ch->be.state, ch->gslot[*g], 0, ch->stages[stage].param_bytes, NULL);
-    return r == CKPT_OK ? r : _CKPT_ERR(&ch->lg, r, "clearing a gradient slot failed");
+static int _ckpt_has_grads(const ckpt_chain *ch, int stage) {
+    const ckpt_stage_desc *st = &ch->stages[stage];
+    return st->host_grads && st->host_params && st->param_bytes;
 }
 
-/* After it: the slot goes to pinned staging on the device-to-host stream, added in later. */
+/* Before the op runs, when the next op is a B op of a stage with host_grads: its host_grads start
+   loading into the gradient slot it will use, like a parameter prefetch. */
+static ckpt_result _ckpt_grad_prefetch(ckpt_chain *ch, int next_op) {
+    int stage;
+    if (next_op < 0 || ch->plan->ops[next_op].kind != CKPT_OP_B) return CKPT_OK;
+    stage = ch->plan->ops[next_op].stage - 1;
+    if (!_ckpt_has_grads(ch, stage) || ch->gslot_stage[ch->next_g] == stage) return CKPT_OK;
+    return _ckpt_grad_load(ch, ch->next_g, stage);
+}
+
+/* Before a B op of a stage with host_grads: the gradient slot holding its host_grads (loaded now
+   unless prefetched); compute waits for the load. */
+static ckpt_result _ckpt_grad_begin(ckpt_chain *ch, int stage, int *g) {
+    ckpt_result r = CKPT_OK;
+    *g = -1;
+    if (!_ckpt_has_grads(ch, stage)) return CKPT_OK;
+    *g = ch->next_g;
+    ch->next_g ^= 1;
+    if (ch->gslot_stage[*g] != stage && (r = _ckpt_grad_load(ch, *g, stage)) != CKPT_OK) return r;
+    ch->gslot_stage[*g] = -1;
+    if (ch->async && (r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_gload[*g])) != CKPT_OK)
+        return _CKPT_ERR(&ch->lg, r, "waiting for a gradient load failed");
+    return CKPT_OK;
+}
+
+/* After it: the slot goes straight back into host_grads on the device-to-host stream. */
 static ckpt_result _ckpt_grad_end(ckpt_chain *ch, int stage, int g) {
     const ckpt_backend *be = &ch->be;
     void *stream = ch->async ? be->copy_stream(be->state, CKPT_COPY_DEVICE_TO_HOST) : NULL;
@@ -4856,10 +4888,11 @@ static ckpt_result _ckpt_grad_end(ckpt_chain *ch, int stage, int g) {
         if (r == CKPT_OK) r = be->stream_wait_event(be->state, stream, ch->ev_bdone);
     }
     if (r == CKPT_OK)
-        r = be->copy_async(be->state, ch->gstage[g], ch->gslot[g], ch->stages[stage].param_bytes, CKPT_COPY_DEVICE_TO_HOST, stream);
+        r = be->copy_async(be->state, ch->stages[stage].host_grads, ch->gslot[g], ch->stages[stage].param_bytes,
+                           CKPT_COPY_DEVICE_TO_HOST, stream);
     if (r == CKPT_OK && stream) r = be->event_record(be->state, ch->ev_gdone[g], stream);
     if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "stage %d (%s): copying its gradients back failed", stage, _ckpt_stage_name(ch, stage));
-    ch->gstage_owner[g] = stage;
+    ch->gdone_recorded[g] = stream != NULL;
     ch->stats.grad_stores++;
     return CKPT_OK;
 }
@@ -4884,6 +4917,7 @@ static ckpt_result _ckpt_run_compute_op(ckpt_chain *ch, int k, int to, const voi
         if (r == CKPT_OK && op->kind == CKPT_OP_B) r = _ckpt_grad_begin(ch, stage, &g);
         next = _ckpt_next_compute(ch, k, to);
         if (r == CKPT_OK) r = _ckpt_param_prefetch(ch, slot, next >= 0 ? ch->plan->ops[next].stage - 1 : -1);
+        if (r == CKPT_OK) r = _ckpt_grad_prefetch(ch, next);
     }
     for (m = 0; m < ch->lanes && r == CKPT_OK; m++)
         r = op->kind == CKPT_OP_F ? _ckpt_run_forward_op(ch, op, &ch->an.instr[k], m, params)
@@ -4916,17 +4950,12 @@ static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *c
     return CKPT_OK;
 }
 
-/* A sweep starts with empty parameter slots: the host parameters may have changed (an optimizer
-   step) since the last one. */
+/* A sweep starts with empty parameter and gradient slots: the host parameters (and host_grads)
+   may have changed (an optimizer step) since the last one. */
 static void _ckpt_sweep_begin(ckpt_chain *ch) {
     ch->pslot_stage[0] = ch->pslot_stage[1] = -1;
     ch->pload_pending[0] = ch->pload_pending[1] = 0;
-}
-
-/* Adds both staged gradients into host_grads, the older first; stops at the first failure. */
-static ckpt_result _ckpt_grad_drain_all(ckpt_chain *ch) {
-    ckpt_result r = _ckpt_grad_drain(ch, ch->next_g);
-    return r == CKPT_OK ? _ckpt_grad_drain(ch, ch->next_g ^ 1) : r;
+    ch->gslot_stage[0] = ch->gslot_stage[1] = -1;
 }
 
 /* >>graphs (executor): a sweep, ops [from, to), captured into graph g (0 forward, 1 backward)
@@ -5016,10 +5045,10 @@ static void _ckpt_step_clear(ckpt_chain *ch) {
     for (m = 0; m < ch->lanes; m++) ch->inputs[m] = NULL;
 }
 
+/* After a failure: no copy is left in flight (into host_grads either). */
 static void _ckpt_abandon_step(ckpt_chain *ch) {
     if (ch->graphs) _ckpt_graph_drop(ch);     /* whatever failed, the next step captures afresh */
     _ckpt_sync_copies(ch);
-    if (ch->streaming) { (void)_ckpt_grad_drain(ch, ch->next_g); (void)_ckpt_grad_drain(ch, ch->next_g ^ 1); }
     ch->rng_next = ch->rng_step_start;   /* a failed step consumes no random numbers */
     _ckpt_step_clear(ch);
 }
@@ -5063,13 +5092,10 @@ CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *ch, const void *cons
     _ckpt_sweep_begin(ch);
     r = _ckpt_sweep(ch, 1, ch->an.fn_op + 1, ch->plan->info.n_ops, grad_outputs, grad_inputs);
     if (r != CKPT_OK) { _ckpt_abandon_step(ch); return r; }
-    if (ch->be.synchronize && (r = ch->be.synchronize(ch->be.state, NULL)) != CKPT_OK) {
+    if (ch->be.synchronize ? (r = ch->be.synchronize(ch->be.state, NULL)) != CKPT_OK
+                           : ch->streaming && (r = _ckpt_grad_wait(ch)) != CKPT_OK) {
         _ckpt_abandon_step(ch);
         return _CKPT_ERR(&ch->lg, r, "ckpt_backward: the backend failed to synchronize");
-    }
-    if (ch->streaming && (r = _ckpt_grad_drain_all(ch)) != CKPT_OK) {
-        _ckpt_abandon_step(ch);
-        return r;
     }
     _ckpt_step_clear(ch);
     ch->stats.steps++;

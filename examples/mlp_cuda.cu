@@ -51,9 +51,10 @@
    With --stream, every run streams the parameters (see PARAMETER STREAMING in ckpt.h): each
    block's parameters and float gradients live in pinned host memory (one block of the flat
    layout each, the stage's host_params and host_grads); the library loads them into two device
-   slots ahead of each op and adds each backward's gradients into the host copy; the SGD update
-   runs on the host, after the timed part of the step. Two more columns: parameter loads per step
-   and the slots' device bytes (ckpt_chain_stats.param_loads / steps, slot_bytes). The gradients
+   slots ahead of each op, and each backward adds into a device copy of its host gradients that
+   is copied straight back; the SGD update runs on the host, after the timed part of the step.
+   Two more columns: parameter loads per step and the slots' device bytes
+   (ckpt_chain_stats.param_loads / steps, slot_bytes). The gradients
    compared are the host ones, against store-all's streamed run. A streamed run and one without
    --stream may differ in the last bits after the first step (the host update rounds differently
    from the GPU's): compare rows within one mode only.
@@ -583,8 +584,8 @@ static ckpt_result block_backward(const Model *m, const Block *p, const Block *g
 /* ---- the ckpt stages: thin wrappers; the stage index picks the block ------------------------
    With parameter streaming (--stream) the library hands each op the block's parameters in a
    device slot (args->params: one block of the model's flat buffer, carve's layout) and, in the
-   backward, a zeroed gradient slot of the same layout (args->param_grads) to add into; it adds
-   that slot into the block's host gradients afterwards. Without it both are NULL and the block
+   backward, a gradient slot of the same layout holding the block's host gradients
+   (args->param_grads) to add into; it copies that slot back afterwards. Without it both are NULL and the block
    uses the model's own device buffers. */
 
 /* ctx->tape_option is the tape option to write (forward) or read (backward): 0, or 1 when the
@@ -969,7 +970,7 @@ static void train_plan(Session *ss, const ckpt_plan_desc *pd, const ckpt_op *ops
         CHECK(randn(&ss->be, &data, b->x, nc, 0.0f, 1.0f, s));
         CHECK(teacher_forward(&ss->teacher, b, s));
 
-        /* the library adds into host_grads during the backward (the last ones as it returns) */
+        /* the library loads host_grads for each backward and copies them back before it returns */
         if (ss->host_grads) memset(ss->host_grads, 0, param_bytes);
         CHECK(CU(cudaEventRecord(ev[0], s)));
         if (!ss->host_grads) CHECK(CU(cudaMemsetAsync(m->grads, 0, param_bytes, s)));

@@ -237,7 +237,8 @@ static void replace(ckpt_chain *ch, const ckpt_plan_desc *a, ckpt_plan_desc b, i
     CHECK(base == cs.slot_bytes, "%s: the backend holds %llu besides the arena, slots %llu", what,
           (unsigned long long)base, (unsigned long long)cs.slot_bytes);
     pool_a = cs.pool_bytes;
-    pin_base = cnt.pin - pool_a;        /* the streaming gradients' staging */
+    pin_base = cnt.pin - pool_a;        /* nothing else: streaming stages no gradients in pinned memory */
+    CHECK(pin_base == 0, "%s: %llu pinned bytes besides the pool", what, (unsigned long long)pin_base);
     reset_max();
     b.keep_old_on_failure = keep;
     CHECK(ckpt_chain_plan(ch, &b, &ib) == CKPT_OK, "%s: new plan", what);
@@ -250,7 +251,7 @@ static void replace(ckpt_chain *ch, const ckpt_plan_desc *a, ckpt_plan_desc b, i
               (unsigned long long)cnt.dev_max, (unsigned long long)base, (unsigned long long)ia.arena,
               (unsigned long long)ib.arena);
         CHECK(cnt.pin_max == pin_base + (pool_a > pool_b ? pool_a : pool_b),
-              "%s: held %llu pinned bytes at once; staging %llu, old pool %llu, new %llu", what,
+              "%s: held %llu pinned bytes at once; besides the pools %llu, old pool %llu, new %llu", what,
               (unsigned long long)cnt.pin_max, (unsigned long long)pin_base, (unsigned long long)pool_a,
               (unsigned long long)pool_b);
     } else {
@@ -258,7 +259,7 @@ static void replace(ckpt_chain *ch, const ckpt_plan_desc *a, ckpt_plan_desc b, i
               "slots %llu, old arena %llu, new %llu", what, (unsigned long long)cnt.dev_max, (unsigned long long)base,
               (unsigned long long)ia.arena, (unsigned long long)ib.arena);
         CHECK(cnt.pin_max == pin_base + pool_a + pool_b, "%s, keeping the old: held %llu pinned bytes at once; "
-              "staging %llu, old pool %llu, new %llu", what, (unsigned long long)cnt.pin_max,
+              "besides the pools %llu, old pool %llu, new %llu", what, (unsigned long long)cnt.pin_max,
               (unsigned long long)pin_base, (unsigned long long)pool_a, (unsigned long long)pool_b);
     }
 }

@@ -8,6 +8,14 @@
    - k microbatches: every policy gives the same outputs, input gradients and host_grads as
      store-all with k lanes, and each lane's output equals a single-lane run's when no stage
      draws random numbers;
+   - host_grads goes through the device: a streamed B op's param_grads holds its stage's
+     host_grads on entry (non-zero before the step), the final host_grads is bit-identical to
+     callbacks that keep their own gradients starting from the same values, and during the
+     backward the host never waits on an event, no pinned memory is allocated and no memset
+     is issued (a wrapped backend counts them; the old pinned staging did all three);
+   - after a failed backward (a callback, or an injected copy failure) each stage's host_grads
+     holds either its old value or old + gradient: old for the failed stage and those after it
+     in backward order;
    - bad descs, ckpt_forward on a k-lane chain, an injected failure of a parameter load. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -32,8 +40,13 @@ typedef struct layer {
     float p_drop;
     float params[MAXW * MAXW + MAXW];       /* host: what streaming loads */
     float grads[MAXW * MAXW + MAXW];        /* host: host_grads, or the callback's own */
-    int streamed;
+    int streamed, index;
 } layer;
+
+/* Gradients before a step (NULL: zero); with check_entry, a streamed B op of lane 0 counts in
+   entry_bad a param_grads that differs from them. fail_stage: that stage's backward fails. */
+static float (*init_grads)[MAXW * MAXW + MAXW];
+static int check_entry, entry_bad, fail_stage = -1;
 
 static void tape_layout(const layer *L, ckpt_layout_entry e[2], size_t *total) {
     e[0].bytes = sizeof(float) * ROWS * (size_t)L->wout; e[0].align = 16;
@@ -78,6 +91,12 @@ static ckpt_result bwd(const ckpt_bwd_args *a) {
     size_t total;
     int r, o, i;
     if (L->streamed && (!a->params || !a->param_grads)) return CKPT_ERR_CALLBACK;
+    if (L->index == fail_stage) return CKPT_ERR_CALLBACK;
+    if (check_entry && L->streamed && a->ctx->microbatch == 0) {
+        static const float zero[MAXW * MAXW + MAXW];
+        entry_bad += memcmp(G, init_grads ? init_grads[L->index] : zero,
+                            sizeof(float) * (size_t)(L->win * L->wout + L->wout)) != 0;
+    }
     tape_layout(L, e, &total);
     h = (const float *)ckpt_layout_ptr(a->tape, e, 0);
     mask = (const uint8_t *)ckpt_layout_ptr(a->tape, e, 1);
@@ -123,7 +142,7 @@ static void make_case(chain_case *c, int dropout) {
         layer *L = &c->layers[i];
         ckpt_layout_entry e[2];
         size_t tape = 0;
-        L->win = w[i]; L->wout = w[i + 1];
+        L->win = w[i]; L->wout = w[i + 1]; L->index = i;
         L->p_drop = dropout && rnd() % 2 ? 0.25f : 0.0f;
         for (j = 0; j < L->win * L->wout + L->wout; j++) L->params[j] = rnd_float();
         tape_layout(L, e, &tape);
@@ -158,6 +177,49 @@ static void load_bounds(const ckpt_plan *plan, int n, int *lo, int *hi) {
     }
 }
 
+/* A backend that wraps another and counts, during ckpt_backward (in_backward), the host's
+   event waits, memsets and copies from and into the case's gradient arrays; and every pinned
+   allocation. */
+static int in_backward;
+static struct {
+    ckpt_backend inner;
+    const chain_case *c;
+    int ev_syncs, memsets, pinned, grads_in, grads_out;
+} wrap;
+
+static int is_grads(const void *p) {
+    int i;
+    for (i = 0; wrap.c && i < wrap.c->n; i++) if (p == (const void *)wrap.c->layers[i].grads) return 1;
+    return 0;
+}
+static ckpt_result w_copy(void *st, void *dst, const void *src, size_t bytes, ckpt_copy_kind kind, void *stream) {
+    if (in_backward) {
+        wrap.grads_in += kind == CKPT_COPY_HOST_TO_DEVICE && is_grads(src);
+        wrap.grads_out += kind == CKPT_COPY_DEVICE_TO_HOST && is_grads(dst);
+    }
+    return wrap.inner.copy_async(st, dst, src, bytes, kind, stream);
+}
+static ckpt_result w_memset(void *st, void *dst, int v, size_t bytes, void *stream) {
+    wrap.memsets += in_backward;
+    return wrap.inner.memset_async(st, dst, v, bytes, stream);
+}
+static ckpt_result w_ev_sync(void *st, void *ev) {
+    wrap.ev_syncs += in_backward;
+    return wrap.inner.event_synchronize(st, ev);
+}
+static ckpt_result w_alloc_pinned(void *st, size_t bytes, void **out) {
+    wrap.pinned++;
+    return wrap.inner.alloc_pinned(st, bytes, out);
+}
+static ckpt_backend wrapped(const ckpt_backend *inner, const chain_case *c) {
+    ckpt_backend b = *inner;
+    memset(&wrap, 0, sizeof wrap);
+    wrap.inner = *inner; wrap.c = c;
+    b.copy_async = w_copy; b.memset_async = w_memset; b.alloc_pinned = w_alloc_pinned;
+    if (inner->event_synchronize) b.event_synchronize = w_ev_sync;
+    return b;
+}
+
 /* Runs one step with k lanes; streamed: weights through the library. Returns the plan result. */
 static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc *pd, const ckpt_backend *be, result *out) {
     ckpt_chain_desc cd;
@@ -174,7 +236,8 @@ static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc 
     for (i = 0; i < c->n; i++) {
         layer *L = &c->layers[i];
         L->streamed = streamed;
-        memset(L->grads, 0, sizeof L->grads);
+        if (init_grads) memcpy(L->grads, init_grads[i], sizeof L->grads);
+        else memset(L->grads, 0, sizeof L->grads);
         c->st[i].host_params = streamed ? L->params : NULL;
         c->st[i].param_bytes = streamed ? sizeof(float) * (size_t)(L->win * L->wout + L->wout) : 0;
         c->st[i].host_grads = streamed ? L->grads : NULL;
@@ -191,13 +254,16 @@ static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc 
         r = ckpt_forward_microbatches(ch, in, outs);
         for (m = 0; m < k && r == CKPT_OK; m++)
             memcpy(out->y[m], outs[m], sizeof(float) * ROWS * (size_t)c->layers[c->n - 1].wout);
+        in_backward = 1;
         if (r == CKPT_OK) r = ckpt_backward_microbatches(ch, gy, gx);
+        in_backward = 0;
         for (i = 0; i < c->n; i++) memcpy(out->grads[i], c->layers[i].grads, sizeof out->grads[i]);
         ckpt_chain_get_stats(ch, &cs);
         out->loads = cs.param_loads;
         if (streamed) load_bounds(ckpt_chain_get_plan(ch), c->n, &out->loads_lo, &out->loads_hi);
         if (streamed && r == CKPT_OK)
-            CHECK(cs.grad_stores == (uint64_t)c->n, "%llu gradient copies for %d stages", (unsigned long long)cs.grad_stores, c->n);
+            CHECK(cs.grad_stores == (uint64_t)c->n && cs.grad_loads == (uint64_t)c->n, "%llu gradient copies back and %llu "
+                  "loads for %d stages", (unsigned long long)cs.grad_stores, (unsigned long long)cs.grad_loads, c->n);
     }
     ckpt_chain_destroy(ch);
     return r;
@@ -298,6 +364,121 @@ static void random_chains(ckpt_backend *plain, ckpt_backend *engine) {
     printf("streaming: %d plans compared\n", plans);
 }
 
+/* Non-zero host_grads before the step: loaded into param_grads, added into on the device, copied
+   back; no host wait, memset or pinned allocation on the way. */
+static void host_grads_path(ckpt_backend *plain, ckpt_backend *engine) {
+    static float init[MAXN][MAXW * MAXW + MAXW];
+    int ci, bi, j, i;
+    for (ci = 0; ci < 12; ci++) {
+        static chain_case c;
+        static result ref, got;
+        int k = 1 + ci % MAXK, pi;
+        make_case(&c, 1);
+        for (i = 0; i < MAXN; i++)
+            for (j = 0; j < MAXW * MAXW + MAXW; j++) init[i][j] = 4.0f * rnd_float() + 0.5f;
+        init_grads = init;
+        for (pi = 0; pi < 3; pi++) {
+            ckpt_plan_desc pd;
+            memset(&pd, 0, sizeof pd);
+            pd.policy = pi == 0 ? CKPT_POLICY_STORE_ALL : pi == 1 ? CKPT_POLICY_OPTIMAL : CKPT_POLICY_OFFLOAD;
+            if (pi) {
+                ckpt_plan_info sa = {0};
+                ckpt_plan *p;
+                ckpt_cost cost[MAXN];
+                ckpt_plan_desc sd;
+                memset(cost, 0, sizeof cost);
+                memset(&sd, 0, sizeof sd);
+                for (i = 0; i < c.n; i++) {
+                    cost[i].f = c.st[i].fwd_time; cost[i].b = c.st[i].bwd_time;
+                    cost[i].a = c.st[i].out_bytes; cost[i].t = c.st[i].tape_bytes;
+                }
+                ckpt_plan_create(cost, c.n, &sd, &p, &sa);
+                ckpt_plan_destroy(p);
+                pd.budget = sa.store_all_peak / 2;
+                pd.bandwidth = 64;
+            }
+            if (run(&c, 0, k, &pd, plain, &ref) != CKPT_OK) continue;   /* callbacks keep their own, from init */
+            for (bi = 0; bi < 2; bi++) {
+                ckpt_backend w = wrapped(bi ? engine : plain, &c);
+                ckpt_result r;
+                check_entry = 1; entry_bad = 0;
+                r = run(&c, 1, k, &pd, &w, &got);
+                check_entry = 0;
+                CHECK(r == CKPT_OK, "case %d %s: %s", ci, ckpt_policy_name(pd.policy), ckpt_result_string(r));
+                if (r != CKPT_OK) continue;
+                CHECK(entry_bad == 0, "case %d %s, %d lanes (%s): %d B ops got a param_grads other than host_grads",
+                      ci, ckpt_policy_name(pd.policy), k, bi ? "copy engine" : "plain", entry_bad);
+                CHECK(same(&got, &ref, &c, k), "case %d %s, %d lanes (%s): host_grads (or outputs) differ from callbacks "
+                      "adding into their own gradients", ci, ckpt_policy_name(pd.policy), k, bi ? "copy engine" : "plain");
+                CHECK(wrap.ev_syncs == 0 && wrap.memsets == 0, "case %d %s (%s): %d event waits and %d memsets on the "
+                      "host during the backward", ci, ckpt_policy_name(pd.policy), bi ? "copy engine" : "plain",
+                      wrap.ev_syncs, wrap.memsets);
+                CHECK(wrap.grads_in == c.n && wrap.grads_out == c.n, "case %d %s: %d copies from host_grads and %d into "
+                      "it for %d stages", ci, ckpt_policy_name(pd.policy), wrap.grads_in, wrap.grads_out, c.n);
+                CHECK(pi == 2 || wrap.pinned == 0, "case %d %s: %d pinned allocations", ci, ckpt_policy_name(pd.policy),
+                      wrap.pinned);
+            }
+            if (pi < 2) {   /* copy streams but no synchronize: the copies back are waited for */
+                ckpt_backend w = wrapped(engine, &c);
+                w.synchronize = NULL;
+                CHECK(run(&c, 1, k, &pd, &w, &got) == CKPT_OK && same(&got, &ref, &c, k),
+                      "case %d %s, no synchronize: host_grads differ", ci, ckpt_policy_name(pd.policy));
+            }
+        }
+        init_grads = NULL;
+    }
+}
+
+/* After a failed backward each stage's host_grads is whole: its old value, or old + gradient. */
+static void failed_backward(ckpt_backend *plain, ckpt_backend *engine) {
+    static float init[MAXN][MAXW * MAXW + MAXW];
+    int ci, bi, i, j;
+    for (ci = 0; ci < 8; ci++) {
+        static chain_case c;
+        static result ref, got;
+        ckpt_plan_desc pd;
+        make_case(&c, 0);
+        for (i = 0; i < MAXN; i++)
+            for (j = 0; j < MAXW * MAXW + MAXW; j++) init[i][j] = rnd_float() + 1.0f;
+        init_grads = init;
+        memset(&pd, 0, sizeof pd);
+        pd.policy = CKPT_POLICY_STORE_ALL;
+        if (run(&c, 0, 1, &pd, plain, &ref) != CKPT_OK) { init_grads = NULL; continue; }
+        for (bi = 0; bi < 2; bi++) {
+            ckpt_backend *be = bi ? engine : plain;
+            int f, nth;
+            /* a callback fails: the stages after it (B runs n..1) are done, it and those before are not */
+            for (f = 0; f < c.n; f++) {
+                fail_stage = f;
+                CHECK(run(&c, 1, 1, &pd, be, &got) == CKPT_ERR_CALLBACK, "case %d: stage %d's backward should fail", ci, f);
+                fail_stage = -1;
+                for (i = 0; i < c.n; i++) {
+                    size_t nb = sizeof(float) * (size_t)(c.layers[i].win * c.layers[i].wout + c.layers[i].wout);
+                    CHECK(memcmp(got.grads[i], i > f ? ref.grads[i] : init[i], nb) == 0,
+                          "case %d (%s), stage %d failed: stage %d's host_grads should be %s", ci,
+                          bi ? "copy engine" : "plain", f, i, i > f ? "old + gradient" : "unchanged");
+                }
+            }
+            /* any copy fails: each stage whole, one way or the other */
+            for (nth = 1; nth < 8 * MAXN; nth++) {
+                ckpt_result r;
+                ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_COPY, nth);
+                r = run(&c, 1, 1, &pd, be, &got);
+                ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_COPY, 0);
+                CHECK(r == CKPT_OK || r == CKPT_ERR_BACKEND, "copy fault %d: %s", nth, ckpt_result_string(r));
+                for (i = 0; i < c.n; i++) {
+                    size_t nb = sizeof(float) * (size_t)(c.layers[i].win * c.layers[i].wout + c.layers[i].wout);
+                    CHECK(memcmp(got.grads[i], ref.grads[i], nb) == 0 || (r != CKPT_OK && memcmp(got.grads[i], init[i], nb) == 0),
+                          "case %d (%s), copy fault %d (%s): stage %d's host_grads is neither old nor old + gradient",
+                          ci, bi ? "copy engine" : "plain", nth, ckpt_result_string(r), i);
+                }
+                if (r == CKPT_OK) break;
+            }
+        }
+        init_grads = NULL;
+    }
+}
+
 static void errors(ckpt_backend *engine) {
     static chain_case c;
     static result out;
@@ -351,6 +532,8 @@ int main(void) {
     ed.copy_engine = 1;
     if (ckpt_cpu_backend_create(NULL, &plain) != CKPT_OK || ckpt_cpu_backend_create(&ed, &engine) != CKPT_OK) return 1;
     random_chains(&plain, &engine);
+    host_grads_path(&plain, &engine);
+    failed_backward(&plain, &engine);
     errors(&engine);
     ckpt_cpu_get_stats(&plain, &bs);
     CHECK(bs.live_allocations == 0, "plain backend: %llu allocations left", (unsigned long long)bs.live_allocations);
