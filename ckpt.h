@@ -278,9 +278,10 @@
    ckpt_chain_set_schedule), when a sweep gets another input pointer (X[0] of any lane) or, for
    the backward, another G[n] or G[0] pointer, and after any failed step. Callbacks therefore
    run only in capture steps: they must launch everything on ckpt_ctx.stream and keep every
-   pointer they use fixed, and must not synchronize (a capture fails at the first
-   cudaStreamSynchronize, cudaEventSynchronize or synchronous cudaMemcpy; the capture is relaxed,
-   so a lazy cudaMalloc, say cuBLAS's workspace, is allowed). ckpt_chain_measure's timed steps
+   pointer they use fixed, and must not wait on the host (cudaStreamSynchronize,
+   cudaEventSynchronize or cudaEventQuery on captured work, a synchronous cudaMemcpy: the capture,
+   and so the step, fails); the capture is relaxed, so a lazy cudaMalloc, say cuBLAS's
+   workspace, is allowed (and the graph keeps using that memory). ckpt_chain_measure's timed steps
    (times non-NULL) run the callbacks without graphs, so that they can be timed, and leave the
    graphs in place; its untimed warm-up steps use them. ckpt_forward_eval never uses graphs.
    Random numbers: a graph replays the kernels' arguments as captured, so the Philox ranges of the

@@ -591,7 +591,7 @@ static void huge_times(ckpt_backend *be) {
    backend's error, leaving the chain ready for the next step (which captures again). */
 static int g_begin_calls, g_launches, g_live, g_fail_begin, g_fail_launch, g_capturing, g_fwd_calls;
 static uint64_t g_fake_delta, g_last_delta;
-static uint64_t g_bases[N];
+static uint64_t g_bases[N], g_rbases[N];    /* first forwards' and recomputations' ranges */
 static const uint64_t *g_delta_seen[N];
 static ckpt_result g_begin(void *s, const uint64_t **delta) {
     (void)s;
@@ -623,6 +623,7 @@ static ckpt_result fwd_rng(const ckpt_fwd_args *a) {
     ckpt_result r = ckpt_ctx_rng(a->ctx, (uint64_t)a->ctx->stage + 1, &p);
     if (r != CKPT_OK) return r;
     if (a->ctx->mode == CKPT_MODE_FORWARD) { g_bases[a->ctx->stage] = p.base; g_delta_seen[a->ctx->stage] = p.delta; g_fwd_calls++; }
+    if (a->ctx->mode == CKPT_MODE_RECOMPUTE) g_rbases[a->ctx->stage] = p.base;
     return fwd(a);
 }
 
@@ -638,7 +639,9 @@ static void graph_mode(ckpt_backend *cpu) {
     ckpt_plan_desc pd;
     ckpt_result r;
     float x[4] = {1, 2, 3, 4}, x2[4] = {1, 2, 3, 4}, gy[4] = {1, 1, 1, 1}, gx[4];
-    uint64_t ref_bases[8][N];
+    uint64_t ref_bases[9][N], ref_rbases[N];
+    float gx2[4];
+    int recomputes = 0;
     float hp[4];
     int i, step;
     base_desc(&cd, cpu); cd.graphs = 1;
@@ -661,10 +664,12 @@ static void graph_mode(ckpt_backend *cpu) {
     pd.policy = CKPT_POLICY_OPTIMAL; pd.budget = 6 * 256;    /* recomputes */
     cd.graphs = 0;
     CHECK(ckpt_chain_create(&cd, &ref) == CKPT_OK && ckpt_chain_plan(ref, &pd, NULL) == CKPT_OK, "reference chain");
-    for (step = 0; step < 8 && ref; step++) {
+    for (step = 0; step < 9 && ref; step++) {
         if (step == 4) ckpt_chain_plan(ref, &pd, NULL);
+        memset(g_rbases, 0xff, sizeof g_rbases);
         CHECK(ckpt_forward(ref, x, NULL) == CKPT_OK && ckpt_backward(ref, gy, gx) == CKPT_OK, "reference step");
         memcpy(ref_bases[step], g_bases, sizeof g_bases);
+        if (step == 8) memcpy(ref_rbases, g_rbases, sizeof g_rbases);
         for (i = 0; i < N; i++) CHECK(g_delta_seen[i] == NULL, "no graphs: no counter offset");
     }
     cd.graphs = 1;
@@ -673,12 +678,13 @@ static void graph_mode(ckpt_backend *cpu) {
     if (r != CKPT_OK) { ckpt_chain_destroy(ref); return; }
     CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_OK, "plan");
     g_fwd_calls = 0;
-    for (step = 0; step < 8; step++) {
+    for (step = 0; step < 9; step++) {
         int calls = g_fwd_calls;
         if (step == 4) CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_OK, "plan again");
+        memset(g_rbases, 0xff, sizeof g_rbases);
         r = ckpt_forward(ch, step >= 6 ? x2 : x, NULL);
         CHECK(r == CKPT_OK, "step %d forward: %s", step, ckpt_result_string(r));
-        r = ckpt_backward(ch, gy, gx);
+        r = ckpt_backward(ch, gy, step == 8 ? gx2 : gx);    /* step 8: the backward alone captured again */
         CHECK(r == CKPT_OK, "step %d backward: %s", step, ckpt_result_string(r));
         if (step == 0 || step == 4 || step == 6) {     /* captured: the callbacks ran, with this step's counters */
             CHECK(g_fwd_calls == calls + N, "step %d: %d first forwards", step, g_fwd_calls - calls);
@@ -686,6 +692,13 @@ static void graph_mode(ckpt_backend *cpu) {
                 CHECK(g_bases[i] == ref_bases[step][i] && g_delta_seen[i] == &g_fake_delta,
                       "step %d stage %d: base %llu, without graphs %llu", step, i, (unsigned long long)g_bases[i],
                       (unsigned long long)ref_bases[step][i]);
+        } else if (step == 8) {    /* the forward replayed; the backward's recomputations draw that step's ranges */
+            CHECK(g_fwd_calls == calls, "step 8: a replayed forward ran %d callbacks", g_fwd_calls - calls);
+            for (i = 0; i < N; i++) {
+                CHECK(g_rbases[i] == ref_rbases[i], "step 8 stage %d: recomputation base %llu, without graphs %llu", i,
+                      (unsigned long long)g_rbases[i], (unsigned long long)ref_rbases[i]);
+                recomputes += ref_rbases[i] != UINT64_MAX;
+            }
         } else {
             CHECK(g_fwd_calls == calls, "step %d: a replay ran %d callbacks", step, g_fwd_calls - calls);
             CHECK(g_last_delta == ref_bases[step][0] - ref_bases[step == 5 ? 4 : step == 7 ? 6 : 0][0],
@@ -693,7 +706,8 @@ static void graph_mode(ckpt_backend *cpu) {
         }
     }
     ckpt_chain_get_stats(ch, &s);
-    CHECK(s.graph_captures == 6 && s.graph_replays == 10 && s.steps == 8, "%llu captures, %llu replays, %llu steps",
+    CHECK(recomputes > 0, "the plan recomputes nothing");
+    CHECK(s.graph_captures == 7 && s.graph_replays == 11 && s.steps == 9, "%llu captures, %llu replays, %llu steps",
           (unsigned long long)s.graph_captures, (unsigned long long)s.graph_replays, (unsigned long long)s.steps);
     {
         ckpt_chain_stats rs = {0};
@@ -719,10 +733,10 @@ static void graph_mode(ckpt_backend *cpu) {
     fail_fwd_stage = -1;
     CHECK(ckpt_forward(ch, x2, NULL) == CKPT_OK && ckpt_backward(ch, gy, gx) == CKPT_OK, "a step after the failures");
     for (i = 0; i < N; i++)     /* the failed steps consumed nothing: these are the reference's step 8 */
-        CHECK(g_bases[i] == ref_bases[7][i] + (ref_bases[7][N - 1] + N - ref_bases[7][0]), "stage %d after the failures: base %llu",
+        CHECK(g_bases[i] == ref_bases[8][i] + (ref_bases[8][N - 1] + N - ref_bases[8][0]), "stage %d after the failures: base %llu",
               i, (unsigned long long)g_bases[i]);
     ckpt_chain_get_stats(ch, &s);
-    CHECK(s.graph_captures == 8 && s.steps == 9, "%llu captures after the failures", (unsigned long long)s.graph_captures);
+    CHECK(s.graph_captures == 9 && s.steps == 10, "%llu captures after the failures", (unsigned long long)s.graph_captures);
     ckpt_chain_destroy(ch);
     ckpt_chain_destroy(ref);
     CHECK(g_live == 0, "%d graphs left", g_live);
