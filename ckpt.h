@@ -217,7 +217,7 @@
    copied straight back into host_grads on the device-to-host stream: the host neither waits
    nor adds anything during a step, and host_grads is complete when ckpt_backward returns
    (host_grads, like host_params, should be pinned on a GPU; stages' host_grads must not
-   overlap). After a failed backward no copy is in flight: host_grads of each stage whose B op
+   overlap: CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create). After a failed backward no copy is in flight: host_grads of each stage whose B op
    completed holds its gradient added (unless copying it back is what failed), the others are
    unchanged; zero them all before retrying the step. Each sweep (forward, backward) starts
    with empty slots: the host parameters may have changed since the last one.
@@ -3927,6 +3927,20 @@ static ckpt_result _ckpt_check_chain_desc(const ckpt_chain_desc *d, const ckpt_l
             return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.stages[%d].host_grads needs host_params and a "
                              "param_bytes that is a multiple of 4 (float gradients); it is %llu", i,
                              (unsigned long long)st->param_bytes);
+    }
+    /* Each B op loads its stage's host_grads before the last one's copy back may have landed. */
+    for (i = 0; i < d->n_stages; i++) {
+        const ckpt_stage_desc *a = &d->stages[i];
+        int j;
+        if (!a->host_grads || !a->param_bytes) continue;
+        for (j = i + 1; j < d->n_stages; j++) {
+            const ckpt_stage_desc *b = &d->stages[j];
+            uintptr_t a0 = (uintptr_t)a->host_grads, b0 = (uintptr_t)b->host_grads;
+            if (b->host_grads && b->param_bytes && a0 < b0 + b->param_bytes && b0 < a0 + a->param_bytes)
+                return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.stages[%d].host_grads and stages[%d]."
+                                 "host_grads overlap: each streamed stage needs gradients of its own (add tied "
+                                 "weights' gradients together after ckpt_backward)", i, j);
+        }
     }
     return CKPT_OK;
 }

@@ -495,6 +495,20 @@ static void errors(ckpt_backend *engine) {
     CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_NULL_ARGUMENT, "param_bytes without host_params");
     c.st[0].host_params = c.layers[0].params; c.st[0].param_bytes = 6; c.st[0].host_grads = c.layers[0].grads;
     CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "host_grads with param_bytes not a multiple of 4");
+    {   /* host_grads of two stages may touch but not overlap (tied weights race there) */
+        static float tied[8];
+        c.st[0].host_params = c.st[1].host_params = c.layers[0].params;
+        c.st[0].param_bytes = c.st[1].param_bytes = 4 * sizeof(float);
+        c.st[0].host_grads = tied; c.st[1].host_grads = tied;
+        CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "two stages with one host_grads");
+        c.st[1].host_grads = tied + 3;
+        CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "host_grads overlapping by one float");
+        c.st[1].host_grads = tied + 4;
+        CHECK(ckpt_chain_create(&cd, &ch) == CKPT_OK, "adjacent host_grads");
+        ckpt_chain_destroy(ch);
+        ch = NULL;
+        c.st[1].host_params = NULL; c.st[1].param_bytes = 0; c.st[1].host_grads = NULL;
+    }
     c.st[0].host_params = NULL; c.st[0].param_bytes = 0; c.st[0].host_grads = NULL;
     cd.microbatches = -1;
     CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "negative microbatches");
