@@ -217,10 +217,11 @@
    copied straight back into host_grads on the device-to-host stream: the host neither waits
    nor adds anything during a step, and host_grads is complete when ckpt_backward returns
    (host_grads, like host_params, should be pinned on a GPU; stages' host_grads must not
-   overlap: CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create). After a failed backward no copy is in flight: host_grads of each stage whose B op
-   completed holds its gradient added (unless copying it back is what failed), the others are
-   unchanged; zero them all before retrying the step. Each sweep (forward, backward) starts
-   with empty slots: the host parameters may have changed since the last one.
+   overlap: CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create). After a failed backward no copy is in
+   flight: host_grads of each stage whose B op completed holds its gradient added (unless
+   copying it back is what failed), the others are unchanged; zero them all before retrying the
+   step. Each sweep (forward, backward) starts with empty slots: the host parameters may have
+   changed since the last one.
    ckpt_chain_desc.microbatches = k gives the chain k lanes: ckpt_forward_microbatches and
    ckpt_backward_microbatches run every op for microbatches 0..k-1 before the next op, each in
    its own copy of the arena (arena_bytes is k times one lane; plans and peaks are per lane),
@@ -278,7 +279,10 @@
    ckpt_chain_set_schedule), when a sweep gets another input pointer (X[0] of any lane) or, for
    the backward, another G[n] or G[0] pointer, and after any failed step. Callbacks therefore
    run only in capture steps: they must launch everything on ckpt_ctx.stream and keep every
-   pointer they use fixed, and must not wait on the host (cudaStreamSynchronize,
+   pointer they use fixed. A backward may use only what its forward left on the device (its
+   tape, its output) and the range ckpt_ctx_rng gives it, never host state a forward callback
+   set: the backward alone is captured again (new G pointers) after a replayed forward whose
+   callbacks did not run. Callbacks must not wait on the host (cudaStreamSynchronize,
    cudaEventSynchronize or cudaEventQuery on captured work, a synchronous cudaMemcpy: the capture,
    and so the step, fails); the capture is relaxed, so a lazy cudaMalloc, say cuBLAS's
    workspace, is allowed (and the graph keeps using that memory). ckpt_chain_measure's timed steps
@@ -298,7 +302,10 @@
    (host_params) and rng_hooks are refused at create (CKPT_ERR_BAD_ARGUMENT). Copies of an
    offloading plan are inside the graphs; the forward's graph ends by joining the copy streams
    into the compute stream, so its offloads are done when the backward's graph starts.
-   ckpt_chain_stats.graph_captures and graph_replays count the sweeps captured and replayed.
+   ckpt_chain_stats.graph_captures and graph_replays count the sweeps captured and replayed (a
+   capture whose launch failed included). Replayed sweeps call no range_push, range_pop or
+   compute_stream: profiler ranges show only in capture steps. Capturing a sweep again first
+   synchronizes the streams (the old graph may still run), the one synchronize inside a step.
 
    WRITING A BACKEND
    -----------------
@@ -332,16 +339,17 @@
      event_elapsed_ms
                      by ckpt_chain_measure, with compute_stream and the other event entries, to
                      time callbacks on the compute stream (MEASURED TIMES).
-     synchronize     also when a forward is abandoned (ckpt_chain_reset_step, an error) or a plan
-                     is replaced while copies may be in flight.
+     synchronize     also when a forward is abandoned (ckpt_chain_reset_step, an error), when a
+                     plan is replaced while copies may be in flight, and before a graph sweep is
+                     captured again.
      graph_begin, graph_end, graph_launch, graph_destroy
                      only for chains with ckpt_chain_desc.graphs (CUDA GRAPHS): begin and end
                      around the ops of a sweep being captured, launch for every sweep of a graph
                      (the capturing one too, since capture only records), destroy when a graph
                      is captured again or the plan or chain goes.
    memset_async, mem_info and checksum are for users' own code. backends/ckpt_cuda.h and
-   backends/ckpt_hip.h implement every entry on the GPU. The backend must outlive every chain that uses it; the chain
-   copies the struct, not the state.
+   backends/ckpt_hip.h implement every entry on the GPU. The backend must outlive every chain
+   that uses it; the chain copies the struct, not the state.
 */
 #ifndef CKPT_H_INCLUDED
 #define CKPT_H_INCLUDED
@@ -643,7 +651,10 @@ typedef struct ckpt_philox {
     const uint64_t *delta;  /* NULL, except in a CUDA graph capture (ckpt_chain_desc.graphs): a
                                DEVICE pointer to an offset that every launch of the graph sets and
                                that device code adds to base (ckpt_philox_at). The host functions
-                               below ignore it (they never see it set). */
+                               below ignore it (they never see it set). New in this version: code
+                               that fills a ckpt_philox field by field must set it (NULL), or
+                               the backend's kernels read a stray pointer. For a sub-range, copy
+                               the struct and move base and count, so that delta comes along. */
 } ckpt_philox;
 
 /* Block j of the range into out[4], on the device or the host: ckpt_philox_gen at counter base +
@@ -1085,7 +1096,8 @@ typedef struct ckpt_chain_stats {
     uint64_t param_loads;       /* streaming: parameter copies to the device */
     uint64_t grad_stores;       /* streaming: gradient copies to the host (into host_grads) */
     uint64_t slot_bytes;        /* streaming: device bytes of the parameter and gradient slots */
-    uint64_t grad_loads;        /* streaming: host_grads copies to the device (one per B op) */
+    uint64_t grad_loads;        /* streaming: host_grads copies to the device (one per B op in a
+                                   step that succeeds; a failed op's prefetch counts too) */
     uint64_t graph_captures;    /* graphs: sweeps captured (a step that captures both its forward
                                    and its backward counts 2) */
     uint64_t graph_replays;     /* graphs: sweeps replayed from a graph captured earlier */

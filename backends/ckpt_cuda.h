@@ -28,8 +28,10 @@
    CKPT_ERR_NO_DEVICE when there is none (cudaStreamCreate would fail first otherwise).
 
    What callbacks get: ckpt_ctx.stream is the compute stream (a cudaStream_t); launch every kernel
-   of a stage on it. ckpt_ctx.backend is the backend, for the kernel launchers below. The executor never synchronises inside a step; ckpt_backward ends with a
-   synchronize of the compute and copy streams, so gradients are complete when it returns.
+   of a stage on it. ckpt_ctx.backend is the backend, for the kernel launchers below. The
+   executor does not synchronise inside a step (except to capture a CUDA graph again: see CUDA
+   GRAPHS in ckpt.h); ckpt_backward ends with a synchronize of the compute and copy streams, so
+   gradients are complete when it returns.
 
    STREAMS, EVENTS, COPIES
    -----------------------
@@ -45,8 +47,9 @@
    return without waiting. They compute with the CKPT_HD functions of ckpt.h, the same code the
    host runs, so ckpt_cuda_philox_normal gives exactly ckpt_philox_fill_normal's bits, and so on.
    In your own kernels (a .cu file that includes ckpt.h), call ckpt_philox_at (block j of a
-   range; it honours ckpt_philox.delta, see CUDA GRAPHS), ckpt_philox_gen, ckpt_uniform_from_u32, ckpt_normal_from_u32 and ckpt_dropout_from_u32 directly: they are
-   __host__ __device__ under nvcc. ckpt_cuda_checksum equals ckpt_checksum of the same bytes.
+   range; it honours ckpt_philox.delta, see CUDA GRAPHS), ckpt_philox_gen, ckpt_uniform_from_u32,
+   ckpt_normal_from_u32 and ckpt_dropout_from_u32 directly: they are __host__ __device__ under
+   nvcc. ckpt_cuda_checksum equals ckpt_checksum of the same bytes.
 
    ERRORS
    ------
