@@ -3720,18 +3720,20 @@ static ckpt_result _ckpt_placer_init(const ckpt_allocator *al, const _ckpt_buf *
     P->nq = n_ops + 1 < 1024 ? n_ops + 1 : 1024;
     P->bw = (n_ops + P->nq) / P->nq;
     P->head = (int *)_ckpt_calloc(al, (size_t)P->nq + 1, sizeof(int));
-    P->fill = (int *)_ckpt_calloc(al, (size_t)P->nq + 1, sizeof(int));
-    P->stamp = (int *)_ckpt_malloc(al, ((size_t)n_bufs + 1) * sizeof(int));
-    P->cand = (_ckpt_span *)_ckpt_malloc(al, ((size_t)n_bufs + 1) * sizeof(_ckpt_span));
-    if (P->head && P->fill) {
+    if (P->head) {
         for (i = 0; i < n_bufs; i++)
             for (q = b[i].start / P->bw; b[i].bytes && q <= b[i].end / P->bw; q++) P->head[q + 1]++;
         for (q = 0; q < P->nq; q++) P->head[q + 1] += P->head[q];
         P->scan = mode >= 0 ? mode : P->head[P->nq] > 16 * (n_bufs + 1);
         if (P->scan) P->by_off = (int *)_ckpt_malloc(al, ((size_t)n_bufs + 1) * sizeof(int));
-        else P->items = (int *)_ckpt_malloc(al, ((size_t)P->head[P->nq] + 1) * sizeof(int));
+        else {  /* what only the buckets use */
+            P->fill = (int *)_ckpt_calloc(al, (size_t)P->nq + 1, sizeof(int));
+            P->stamp = (int *)_ckpt_malloc(al, ((size_t)n_bufs + 1) * sizeof(int));
+            P->cand = (_ckpt_span *)_ckpt_malloc(al, ((size_t)n_bufs + 1) * sizeof(_ckpt_span));
+            P->items = (int *)_ckpt_malloc(al, ((size_t)P->head[P->nq] + 1) * sizeof(int));
+        }
     }
-    if (!P->head || !P->fill || !P->stamp || !P->cand || (!P->items && !P->by_off)) {
+    if (!P->head || (P->scan ? !P->by_off : !P->fill || !P->stamp || !P->cand || !P->items)) {
         _ckpt_placer_free(al, P);
         return CKPT_ERR_OUT_OF_HOST_MEMORY;
     }
