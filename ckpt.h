@@ -3983,19 +3983,20 @@ static void _ckpt_sync_copies(ckpt_chain *ch) {
     else if (ch->streaming) (void)_ckpt_grad_wait(ch);
 }
 
-/* >>graphs: drops both graphs (the next step captures again), once the device is done with them. */
-static void _ckpt_graph_drop(ckpt_chain *ch) {
-    int g;
-    if (!ch->gexec[0] && !ch->gexec[1]) return;
+/* >>graphs: drops graph `which` (0 forward, 1 backward; -1 both), once the device is done with
+   it; the next sweep captures again. */
+static void _ckpt_graph_drop(ckpt_chain *ch, int which) {
+    int g, lo = which < 0 ? 0 : which, hi = which < 0 ? 1 : which;
+    if (!ch->gexec[lo] && !ch->gexec[hi]) return;
     if (ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);
-    for (g = 0; g < 2; g++) {
+    for (g = lo; g <= hi; g++) {
         if (ch->gexec[g]) ch->be.graph_destroy(ch->be.state, ch->gexec[g]);
         ch->gexec[g] = NULL;
     }
 }
 
 static void _ckpt_chain_drop_plan(ckpt_chain *ch) {
-    _ckpt_graph_drop(ch);
+    _ckpt_graph_drop(ch, -1);
     _ckpt_sync_copies(ch);
     if (ch->arena) ch->be.free(ch->be.state, ch->arena);
     ch->arena = NULL; ch->arena_bytes = 0;
@@ -5008,7 +5009,7 @@ static ckpt_result _ckpt_graph_sweep(ckpt_chain *ch, int g, int from, int to, co
     if (same) {
         uint64_t delta = ch->rng_step_start - ch->grng0[g];
         if ((r = be->graph_launch(be->state, ch->gexec[g], delta)) != CKPT_OK) {
-            _ckpt_graph_drop(ch);
+            _ckpt_graph_drop(ch, -1);
             return _CKPT_ERR(&ch->lg, r, "launching the %s graph failed", g ? "backward" : "forward");
         }
         if (g == 0) {   /* what the forward's callbacks would have drawn, as they drew it at capture */
@@ -5020,11 +5021,7 @@ static ckpt_result _ckpt_graph_sweep(ckpt_chain *ch, int g, int from, int to, co
         ch->stats.graph_replays++;
         return CKPT_OK;
     }
-    if (ch->gexec[g]) {
-        if (ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);
-        be->graph_destroy(be->state, ch->gexec[g]);
-        ch->gexec[g] = NULL;
-    }
+    _ckpt_graph_drop(ch, g);
     if ((r = be->graph_begin(be->state, &ch->gdelta)) != CKPT_OK)
         return _CKPT_ERR(&ch->lg, r, "the backend (%s) could not begin capturing the %s graph",
                          be->name ? be->name : "unnamed", g ? "backward" : "forward");
@@ -5052,7 +5049,7 @@ static ckpt_result _ckpt_graph_sweep(ckpt_chain *ch, int g, int from, int to, co
     }
     ch->stats.graph_captures++;
     if ((r = be->graph_launch(be->state, exec, 0)) != CKPT_OK) {    /* a capture records; this runs it */
-        _ckpt_graph_drop(ch);
+        _ckpt_graph_drop(ch, -1);
         return _CKPT_ERR(&ch->lg, r, "launching the %s graph just captured failed", g ? "backward" : "forward");
     }
     return CKPT_OK;
@@ -5076,7 +5073,7 @@ static void _ckpt_step_clear(ckpt_chain *ch) {
 
 /* After a failure: no copy is left in flight (into host_grads either). */
 static void _ckpt_abandon_step(ckpt_chain *ch) {
-    if (ch->graphs) _ckpt_graph_drop(ch);     /* whatever failed, the next step captures afresh */
+    if (ch->graphs) _ckpt_graph_drop(ch, -1);     /* whatever failed, the next step captures afresh */
     _ckpt_sync_copies(ch);
     ch->rng_next = ch->rng_step_start;   /* a failed step consumes no random numbers */
     _ckpt_step_clear(ch);
