@@ -327,6 +327,15 @@ static void upload_random(float *d, size_t n, float scale) {
     CU(cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
 }
 
+/* Stage i streams its weights from pinned host memory (hp, hg), or keeps them on the device. */
+static void set_streamed(chain_case *c, int i, int streamed) {
+    layer *L = &c->layers[i];
+    L->streamed = streamed;
+    c->st[i].host_params = streamed ? L->hp : NULL;
+    c->st[i].param_bytes = streamed ? sizeof(float) * (L->win + 1) * L->wout : 0;
+    c->st[i].host_grads = streamed ? L->hg : NULL;
+}
+
 static void make_case(chain_case *c) {
     int i, w[MAXN + 1];
     memset(c, 0, sizeof *c);
@@ -431,10 +440,7 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, std::vector<floa
         CU(cudaMemset(L->dW, 0, sizeof(float) * L->win * L->wout));
         CU(cudaMemset(L->db, 0, sizeof(float) * L->wout));
         memset(L->hg, 0, sizeof(float) * (L->win + 1) * L->wout);
-        L->streamed = streamed;
-        c->st[i].host_params = streamed ? L->hp : NULL;
-        c->st[i].param_bytes = streamed ? sizeof(float) * (L->win + 1) * L->wout : 0;
-        c->st[i].host_grads = streamed ? L->hg : NULL;
+        set_streamed(c, i, streamed);
     }
     r = ckpt_chain_create(&cd, &ch);
     CHECK(r == CKPT_OK, "chain_create: %s", ckpt_result_string(r));
@@ -585,8 +591,7 @@ static ckpt_result graph_run(chain_case *c, const ckpt_plan_desc *pd, const ckpt
         layer *L = &c->layers[i];
         CU(cudaMemset(L->dW, 0, sizeof(float) * L->win * L->wout));
         CU(cudaMemset(L->db, 0, sizeof(float) * L->wout));
-        L->streamed = 0;
-        c->st[i].host_params = NULL; c->st[i].param_bytes = 0; c->st[i].host_grads = NULL;
+        set_streamed(c, i, 0);
     }
     grads->clear(); outs->clear();
     if ((r = ckpt_chain_create(&cd, &ch)) != CKPT_OK) return r;
@@ -638,7 +643,7 @@ static void graphs(void) {
         make_case(&c);
         memset(&cd, 0, sizeof cd);
         cd.stages = c.st; cd.n_stages = c.n; cd.backend = &gb; cd.graphs = 1;
-        for (int i = 0; i < c.n; i++) { c.st[i].host_params = NULL; c.st[i].param_bytes = 0; c.st[i].host_grads = NULL; c.layers[i].streamed = 0; }
+        for (int i = 0; i < c.n; i++) set_streamed(&c, i, 0);
         r = ckpt_chain_create(&cd, &ch);
         if (r == CKPT_OK) r = ckpt_chain_plan(ch, NULL, NULL);
         CHECK(r == CKPT_OK, "graph chain: %s", ckpt_result_string(r));
@@ -737,7 +742,7 @@ static void graphs(void) {
         make_case(&c);
         memset(&cd, 0, sizeof cd);
         cd.stages = c.st; cd.n_stages = c.n; cd.backend = &legacy; cd.graphs = 1;
-        for (int i = 0; i < c.n; i++) { c.st[i].host_params = NULL; c.st[i].param_bytes = 0; c.st[i].host_grads = NULL; c.layers[i].streamed = 0; }
+        for (int i = 0; i < c.n; i++) set_streamed(&c, i, 0);
         r = ckpt_chain_create(&cd, &ch);
         CHECK(r == CKPT_OK, "create: %s", ckpt_result_string(r));
         if (r == CKPT_OK) r = ckpt_chain_plan(ch, NULL, NULL);
