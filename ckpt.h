@@ -2372,8 +2372,9 @@ static int _ckpt_fk(int fid) { return fid % _CKPT_FAMILIES & 1; }
 
 /* >>repeats: sub-chains that repeat. Stages with equal costs share an id; sub-problem (s,t) gets
    a row from the ids of stages s-1..t and whether t = n (s = 1 has no stage s-1). Sub-problems
-   of one row have the same options, sizes and frontiers: the program computes each row once, at
-   its smallest s, and the others read it. A chain of L copies of a block of p stages has about
+   of one row have the same options, sizes and frontiers: the program computes each row once (the
+   frontiers at its smallest s, the dense table at its first sub-problem in fill order), and the
+   others read it. A chain of L copies of a block of p stages has about
    (p + 2) * n rows instead of n * (n + 1) / 2. */
 typedef struct _ckpt_rep {
     int32_t *row;       /* per _CKPT_IDXN(n, s, t) */
@@ -2827,16 +2828,29 @@ static void _ckpt_dp_free(_ckpt_dp *d) {
 
 /* The dense variant: best[f][row][m] for every m = 0..M units, as rotor does, with an inner loop
    over m that compilers vectorise; one row per >>repeats row. Used when M and the rows are small
-   enough for the table. */
+   enough for the table. Rows are non-increasing in m. Each row also has a summary, its values at
+   m = 0, S, 2S, .., and M (S = _CKPT_SUM_STEP): small enough to stay in cache, it bounds an
+   option from below without reading the rows themselves. */
+#define _CKPT_SUM_STEP 16
 typedef struct _ckpt_dense {
     _ckpt_dp *d;
-    int64_t M;
+    int64_t M, K;           /* K + 1 summary values per row: row[min(S k, M)], k = 0..K */
     size_t fam;             /* doubles per family */
     double *tab;            /* (M+1) doubles per (f, row) */
+    double *sum;            /* (K+1) doubles per (f, row) */
 } _ckpt_dense;
 
 static double *_ckpt_row(const _ckpt_dense *D, int s, int t, int f) {
     return D->tab + (size_t)D->d->slot[f] * D->fam + (size_t)D->d->rep.row[_CKPT_IDX(D->d, s, t)] * (size_t)(D->M + 1);
+}
+static double *_ckpt_sum(const _ckpt_dense *D, int s, int t, int f) {
+    return D->sum + ((size_t)D->d->slot[f] * (size_t)D->d->rep.n_rows + (size_t)D->d->rep.row[_CKPT_IDX(D->d, s, t)]) *
+                    (size_t)(D->K + 1);
+}
+/* The summary index of the first step at or above m (its value bounds the row at m from below). */
+static int64_t _ckpt_sum_k(const _ckpt_dense *D, int64_t m) {
+    uint64_t k = ((uint64_t)m + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP;
+    return k < (uint64_t)D->K ? (int64_t)k : D->K;
 }
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -2873,41 +2887,63 @@ static double _ckpt_dense_at(const _ckpt_dense *D, const _ckpt_opt *o, int64_t m
            (o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2)[m] : 0.0);
 }
 
-/* cur = min(cur, the option's values). Rows are non-increasing in m, so the option is at best
-   its value at M: it only improves cur where cur is still above that. */
+/* cur = min(cur, the option's values). The option's value at m is at least
+   lb(m) = (c + summary 1 at m - o1) + summary 2 at m (floating-point sums are monotone), and cur
+   and the rows are non-increasing in m: nothing changes from the first m where cur is at most
+   lb(M), nor on a run of m from m0 to m1 where lb(m1) >= cur[m0]. The rows are read only on the
+   other runs, so cur ends as it would if every value were computed. */
 static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_opt *o, const double *zeros) {
     uint64_t u = D->d->unit;
-    int64_t M = D->M, lo = (int64_t)(o->floor / u), o1 = (int64_t)(o->o1 / u), hi = M + 1, a;
-    double best = _ckpt_dense_at(D, o, M);
+    int64_t M = D->M, lo = (int64_t)(o->floor / u), o1 = (int64_t)(o->o1 / u), hi = M + 1, a, e;
+    const double *s1 = o->s1 ? _ckpt_sum(D, o->s1, o->t1, o->f1) : NULL, *s2 = o->s2 ? _ckpt_sum(D, o->s2, o->t2, o->f2) : NULL;
+    const double *r1, *r2;
+    double best;
     if (lo < o1) lo = o1;
-    if (lo > M || best == INFINITY) return;
+    if (lo > M) return;
+    best = (o->c + (s1 ? s1[_ckpt_sum_k(D, M - o1)] : 0.0)) + (s2 ? s2[D->K] : 0.0);   /* lb(M) */
+    if (best == INFINITY) return;
     for (a = lo; a < hi;) {
         int64_t mid = a + (hi - a) / 2;
         if (cur[mid] <= best) hi = mid; else a = mid + 1;
     }
-    if (hi > lo)
-        _ckpt_min_sum(cur + lo, o->s1 ? _ckpt_row(D, o->s1, o->t1, o->f1) + lo - o1 : zeros,
-                      o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2) + lo : zeros, o->c, hi - lo);
+    r1 = o->s1 ? _ckpt_row(D, o->s1, o->t1, o->f1) - o1 : zeros - lo;   /* r1[m]: row 1 at m - o1 */
+    r2 = o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2) : zeros - lo;
+    for (a = lo; a < hi; a = e) {
+        e = (a / _CKPT_SUM_STEP + 1) * _CKPT_SUM_STEP;
+        if (e > hi) e = hi;
+        if ((o->c + (s1 ? s1[_ckpt_sum_k(D, e - 1 - o1)] : 0.0)) + (s2 ? s2[_ckpt_sum_k(D, e - 1)] : 0.0) < cur[a])
+            _ckpt_min_sum(cur + a, r1 + a, r2 + a, o->c, e - a);
+    }
 }
 
-static void _ckpt_dense_fill(_ckpt_dense *D, const double *zeros) {
+/* Columns t in blocks of _CKPT_FILL_BLOCK; in a block, s descending, then t ascending. An option
+   of (s,t) reads (s',t) with s' > s and (s,t') with t' <= t (at t' = t, a family computed
+   before), all done by then; the rows (s,j) that (c) reads for one s serve the whole block while
+   they are in cache. A row is computed at its first sub-problem in this order (done[row]). */
+#define _CKPT_FILL_BLOCK 8
+static void _ckpt_dense_fill(_ckpt_dense *D, const double *zeros, unsigned char *done) {
     _ckpt_dp *d = D->d;
-    int n = d->n, t, s, q, i;
-    int64_t M = D->M, m;
-    /* t ascending, s descending: every sub-problem an option reads is done by then (a row at its
-       smallest s first), and the rows (.,t) that (c) reads were just written. */
-    for (t = 1; t <= n; t++)
-        for (s = t; s >= 1; s--)
-            for (q = 0; q < d->nfam; q++) {
-                int f = d->fam[q], no;
-                double *cur = _ckpt_row(D, s, t, f);
-                if (d->rep.first[d->rep.row[_CKPT_IDX(d, s, t)]] < s) continue;
-                for (m = 0; m <= M; m++) cur[m] = INFINITY;
-                if ((int64_t)(d->minp[f][_CKPT_IDX(d, s, t)] / d->unit) <= M) {
-                    no = _ckpt_dp_options(d, s, t, f);
-                    for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i], zeros);
+    int n = d->n, t, s, q, i, t0, t1;
+    int64_t M = D->M, m, k;
+    for (t0 = 1; t0 <= n; t0 += _CKPT_FILL_BLOCK) {
+        t1 = t0 + _CKPT_FILL_BLOCK - 1 < n ? t0 + _CKPT_FILL_BLOCK - 1 : n;
+        for (s = t1; s >= 1; s--)
+            for (t = s > t0 ? s : t0; t <= t1; t++) {
+                int row = d->rep.row[_CKPT_IDX(d, s, t)];
+                if (done[row]) continue;
+                done[row] = 1;
+                for (q = 0; q < d->nfam; q++) {
+                    int f = d->fam[q], no;
+                    double *cur = _ckpt_row(D, s, t, f), *sum = _ckpt_sum(D, s, t, f);
+                    for (m = 0; m <= M; m++) cur[m] = INFINITY;
+                    if ((int64_t)(d->minp[f][_CKPT_IDX(d, s, t)] / d->unit) <= M) {
+                        no = _ckpt_dp_options(d, s, t, f);
+                        for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i], zeros);
+                    }
+                    for (k = 0; k <= D->K; k++) sum[k] = cur[k * _CKPT_SUM_STEP < M ? k * _CKPT_SUM_STEP : M];
                 }
             }
+    }
 }
 
 static int _ckpt_dense_emit(const _ckpt_dense *D, int s, int t, int f, int64_t m, _ckpt_sched *out) {
@@ -2928,9 +2964,10 @@ static int _ckpt_dense_emit(const _ckpt_dense *D, int s, int t, int f, int64_t m
 
 static uint64_t _ckpt_gcd(uint64_t a, uint64_t b) { while (b) { uint64_t r = a % b; a = b; b = r; } return a; }
 
-/* Limits of the dense table: memory and work. */
-#define _CKPT_DENSE_MAX_BYTES ((uint64_t)256 << 20)
-#define _CKPT_DENSE_MAX_WORK 4e9
+/* Limits of the dense table: memory and work (about 4 s for 400 distinct stages at 500 units,
+   bench/plan_bench). */
+#define _CKPT_DENSE_MAX_BYTES ((uint64_t)384 << 20)
+#define _CKPT_DENSE_MAX_WORK 1.2e10
 
 /* The options the program uses for a chain of n stages: all of them (level 2) up to
    _CKPT_DP_DROP_STAGES stages, (a)-(d) (level 1) up to _CKPT_DP_TAPE_STAGES, else rotor's (a)-(c):
@@ -2943,7 +2980,8 @@ static int _ckpt_dp_level(int n) { return n <= _CKPT_DP_DROP_STAGES ? 2 : n <= _
    which multiply the families and, about as much, the work. */
 static int _ckpt_dense_fits(const _ckpt_rep *rp, uint64_t M, int level, int nopt) {
     double grow = (double)_ckpt_dp_families(level, nopt, NULL) / _ckpt_dp_families(level, 1, NULL) * nopt;
-    double bytes = (double)rp->n_rows * _ckpt_dp_families(level, nopt, NULL) * (double)(M + 1) * 8.0;
+    double bytes = (double)rp->n_rows * _ckpt_dp_families(level, nopt, NULL) *
+                   (double)(M + 1 + (M + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP + 1) * 8.0;
     return M <= 65536 && bytes <= (double)_CKPT_DENSE_MAX_BYTES &&
            rp->work * (double)M * (level == 2 ? 60.0 : level == 1 ? 4.0 : 1.0) * grow <= _CKPT_DENSE_MAX_WORK;
 }
@@ -2965,21 +3003,24 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
     if (r == CKPT_OK && dense) {
         _ckpt_dense D;
         double *zeros;
-        D.d = &d; D.M = (int64_t)(budget / unit);
+        unsigned char *done;
+        D.d = &d; D.M = (int64_t)(budget / unit); D.K = (D.M + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP;
         D.fam = (size_t)d.rep.n_rows * (size_t)(D.M + 1);
         D.tab = (double *)_ckpt_malloc(al, (size_t)d.nfam * D.fam * sizeof(double));
+        D.sum = (double *)_ckpt_malloc(al, (size_t)d.nfam * (size_t)d.rep.n_rows * (size_t)(D.K + 1) * sizeof(double));
         zeros = (double *)_ckpt_calloc(al, (size_t)D.M + 1, sizeof(double));
-        if (!D.tab || !zeros)
+        done = (unsigned char *)_ckpt_calloc(al, (size_t)d.rep.n_rows, 1);
+        if (!D.tab || !D.sum || !zeros || !done)
             r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         else {
             int64_t m = 0;
             const double *top;
-            _ckpt_dense_fill(&D, zeros);
+            _ckpt_dense_fill(&D, zeros, done);
             top = _ckpt_row(&D, 1, n, 0);
             while (m < D.M && top[m] != top[D.M]) m++;   /* the smallest peak at the best time */
             if (!_ckpt_dense_emit(&D, 1, n, 0, m, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
-        _ckpt_free(al, D.tab); _ckpt_free(al, zeros);
+        _ckpt_free(al, D.tab); _ckpt_free(al, D.sum); _ckpt_free(al, zeros); _ckpt_free(al, done);
     } else if (r == CKPT_OK) {
         r = _ckpt_dp_frontiers(&d);
         if (r == CKPT_OK) {

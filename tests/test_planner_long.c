@@ -5,12 +5,16 @@
    - its dense table and its sparse frontiers agree; with a coarse max_units it stays in budget;
    - on chains of up to 10 stages it is never faster than the exact search over all schedules;
    - huge budgets and coarse units neither overflow nor abort; with max_units the reported
-     smallest budget still plans; budget 0 is no limit;
+     smallest budget still plans in that unit (it can differ from the exact unit's only where
+     the floor plan's arena, not the smallest peak, sets it); budget 0 is no limit;
    - at 500 units, on sizes that are not multiples of the unit, its plan is never predicted
      slower than rotor's rounding (a + t rounded once, rotor's options) where that plan fits;
    - on chains that repeat a block of stages, it computes about (block + 2) * n rows, not
      n * (n + 1) / 2, and plans as fast a step as on the same chain with every stage made
-     distinct (a forward time changed in its last bits), where nothing is shared. */
+     distinct (a forward time changed in its last bits), where nothing is shared;
+   - the dense table, which skips the values its row summaries prove cannot win, holds in every
+     cell exactly the minimum over the sub-problem's options of their values (each computed), on
+     chains with and without repeats, flags and tape options, at every level. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
@@ -108,8 +112,15 @@ static void long_chains(void) {
                 CHECK((other.time >= sa.time - 1e-9 || sa.fit_budget < budget) &&
                       (other.unit >= other.fit_budget / 50 || unit % other.unit == 0),
                       "coarse plan: time %g vs %g, unit %llu", other.time, sa.time, (unsigned long long)other.unit);
-                CHECK(other.min_budget == info.min_budget, "min_budget %llu with max_units, %llu without",
-                      (unsigned long long)other.min_budget, (unsigned long long)info.min_budget);
+                /* min_budget is the smallest peak, or the arena of the plan there, which the unit
+                   can change: it must plan in that unit */
+                CHECK(other.min_budget == info.min_budget ||
+                      (other.min_budget > program_min_peak(c, n) && info.min_budget > program_min_peak(c, n)),
+                      "min_budget %llu with max_units, %llu without", (unsigned long long)other.min_budget,
+                      (unsigned long long)info.min_budget);
+                ckpt_plan_destroy(po); po = NULL;
+                CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, other.min_budget, 50, &other, &po) == CKPT_OK,
+                      "min_budget %llu with max_units does not plan", (unsigned long long)other.min_budget);
             }
             ckpt_plan_destroy(po); po = NULL;
             /* the dense table and the sparse frontiers agree */
@@ -404,7 +415,79 @@ static void repeats(void) {
     printf("test_planner_long: repeats: %d plans as fast as without sharing rows\n", cases);
 }
 
+/* The dense table cell by cell against every option's value (_ckpt_dense_at computes one). */
+static void dense_exact(void) {
+    int ci, cells = 0, bad = 0;
+    for (ci = 0; ci < (TEST_REDUCED ? 6 : 30); ci++) {
+        int n = 3 + (int)(rnd() % 40), p = 1 + (int)(rnd() % 3), i, s, t, q, k, o;
+        int level = (int)(rnd() % 3), with_rep = ci % 2;
+        ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c);
+        ckpt_cost block[3];
+        ckpt_plan_info sa;
+        ckpt_plan *pl;
+        _ckpt_dp d;
+        _ckpt_dense D;
+        double *zeros;
+        unsigned char *done;
+        uint64_t budget;
+        memset(block, 0, sizeof block);
+        random_chain(c, n, 512);
+        random_chain(block, p, 512);
+        for (i = 1; with_rep && i < n - 1; i++) c[i] = block[(i - 1) % p];
+        for (i = 0; i < n; i++)
+            if (ci % 3 == 0 && rnd() % 2) {   /* tape options */
+                c[i].n_options = 1 + (int)(rnd() % 2);
+                for (o = 0; o < c[i].n_options; o++) {
+                    c[i].option_t[o] = 512 * (rnd() % 32);
+                    c[i].option_extra[o] = 0.25 * (double)(rnd() % 8);
+                }
+            }
+        if (plan(c, n, CKPT_POLICY_STORE_ALL, 0, 0, &sa, &pl) != CKPT_OK) { CHECK(0, "store-all"); free(c); continue; }
+        ckpt_plan_destroy(pl);
+        budget = sa.store_all_peak / (uint64_t)(1 + rnd() % 4);
+        if (_ckpt_dp_setup(&d, NULL, c, n, budget, 512 * (1 + rnd() % 4), level, 0) != CKPT_OK) {
+            CHECK(0, "setup"); _ckpt_dp_free(&d); free(c); continue;
+        }
+        _ckpt_dp_minpeak(&d);
+        D.d = &d; D.M = (int64_t)(budget / d.unit); D.K = (D.M + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP;
+        D.fam = (size_t)d.rep.n_rows * (size_t)(D.M + 1);
+        D.tab = (double *)malloc((size_t)d.nfam * D.fam * sizeof(double));
+        D.sum = (double *)malloc((size_t)d.nfam * (size_t)d.rep.n_rows * (size_t)(D.K + 1) * sizeof(double));
+        zeros = (double *)calloc((size_t)D.M + 1, sizeof(double));
+        done = (unsigned char *)calloc((size_t)d.rep.n_rows, 1);
+        if (!D.tab || !D.sum || !zeros || !done) { CHECK(0, "memory"); return; }
+        _ckpt_dense_fill(&D, zeros, done);
+        for (s = 1; s <= n; s++)
+            for (t = s; t <= n; t++)
+                for (q = 0; q < d.nfam; q++) {
+                    int f = d.fam[q], no = (int64_t)(d.minp[f][_CKPT_IDX(&d, s, t)] / d.unit) <= D.M ? _ckpt_dp_options(&d, s, t, f) : 0;
+                    const double *row = _ckpt_row(&D, s, t, f), *sum = _ckpt_sum(&D, s, t, f);
+                    int64_t m;
+                    for (m = 0; m <= D.M; m++) {
+                        double want = INFINITY;
+                        for (i = 0; i < no; i++) {
+                            double v = _ckpt_dense_at(&D, &d.opts[i], m);
+                            if (v < want) want = v;
+                        }
+                        cells++;
+                        if (memcmp(&want, &row[m], sizeof want) != 0 && bad++ < 5)
+                            CHECK(0, "n %d level %d (%d,%d) family %d m %lld: table %.17g, options %.17g", n, level, s, t, f,
+                                  (long long)m, row[m], want);
+                    }
+                    for (k = 0; k <= D.K; k++)
+                        if (sum[k] != row[k * _CKPT_SUM_STEP < D.M ? k * _CKPT_SUM_STEP : D.M] && bad++ < 5)
+                            CHECK(0, "n %d (%d,%d) family %d: summary %d", n, s, t, f, k);
+                }
+        free(D.tab); free(D.sum); free(zeros); free(done);
+        _ckpt_dp_free(&d);
+        free(c);
+    }
+    CHECK(bad == 0, "%d cells of the dense table differ from their options' minimum", bad);
+    printf("test_planner_long: dense table: %d cells equal to their options' minimum\n", cells);
+}
+
 int main(void) {
+    dense_exact();
     repeats();
     rounding_vs_rotor();
     warn_on_fallback();
