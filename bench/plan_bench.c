@@ -5,15 +5,23 @@
    time of several runs of ckpt_plan_create (the whole call: the program, the arena layout and
    min_budget's plan), the unit used, the number of memory units (budget / unit), the predicted
    step time relative to store-all, the peak relative to the budget, and, at 500 units, rotor's
-   figure for the same length.
+   figure for the same chain (column rotor_ms).
    Chains: "hetero", every stage drawn at random; "repeat", a transformer's shape: an embedding
    stage, copies of a block of 4 random stages, a head stage.
-   rotor's figures are its C dynamic program (persistent_compute_table) at 500 units on random
-   chains, CPU time, measured on this project's 2-core VM for issue 9 (its time does not depend on
-   the sizes: it fills every (stage, stage, unit) entry). They are anchors, not measured here.
+   rotor_ms is not measured by this program: it is the median CPU time of rotor's C dynamic program
+   (persistent_compute_table, at rotor's default 500 slots, the same budget) timed live on the
+   chains of `plan_bench 3 400` by bench/rotor_plan_bench.py (which runs this program with --csv
+   and --units 500) on dev-2c, 2026-11-24: bench/RESULTS.md, "rotor's planner timed live". The
+   program prints that source, and issue 9's older figures labelled as the issue's, after the
+   table.
    With a third argument "small", sizes are small multiples of 512 bytes so that every budget is
    under 65,536 units: the case where optimal must be exact; only max_units = 0 runs.
-   Usage: plan_bench [reps] [max_stages] [small|hetero|repeat] */
+   Options (before the positional arguments):
+     --csv DIR    write each chain it plans to DIR/<chain>_<stages>.csv in ckpt-plan's CSV format
+                  (tools/ckpt-plan.c), with comment lines giving the budget and store-all's peak
+                  and time; the directory must exist.
+     --units N    plan only with max_units = N (default: 500, 4096 and 0; "small": 0).
+   Usage: plan_bench [--csv DIR] [--units N] [reps] [max_stages] [small|hetero|repeat] */
 #define _POSIX_C_SOURCE 199309L
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -36,9 +44,11 @@ static double cpu_now(void) {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-/* rotor's C program at 500 units, ms of CPU time (issue 9's table: low and high of its runs) */
-static const char *rotor_ms(int n) {
-    return n == 100 ? "222-241" : n == 200 ? "1600" : n == 400 ? "8700-9900" : "-";
+/* rotor's persistent_compute_table at 500 slots, median ms of CPU time, timed live by
+   bench/rotor_plan_bench.py on these chains (bench/RESULTS.md, 2026-11-24); not measured here */
+static const char *rotor_ms(const char *kind, int n) {
+    if (!strcmp(kind, "hetero")) return n == 100 ? "986" : n == 200 ? "4523" : n == 400 ? "28691" : "-";
+    return n == 100 ? "983" : n == 200 ? "4636" : n == 400 ? "25976" : "-";
 }
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -66,7 +76,7 @@ static void run(const char *kind, const ckpt_cost *c, int n, uint64_t budget, ui
     qsort(t, (size_t)reps, sizeof t[0], cmp_d);
     qsort(u, (size_t)reps, sizeof u[0], cmp_d);
     printf("%-7s %-7d %-10u %-9.1f %-9.1f %-10s %-10llu %-10llu %-9.4f %-11.4f %s\n", kind, n, max_units, t[reps / 2] * 1e3,
-           u[reps / 2] * 1e3, max_units == 500 ? rotor_ms(n) : "-",
+           u[reps / 2] * 1e3, max_units == 500 ? rotor_ms(kind, n) : "-",
            (unsigned long long)info.unit, (unsigned long long)(budget / info.unit), info.time / info.store_all_time,
            (double)info.peak / (double)budget, info.guarantee == CKPT_GUARANTEE_ALL_SCHEDULES ? "all schedules" : "persistent");
     fflush(stdout);
@@ -83,12 +93,40 @@ static void random_stage(ckpt_cost *c, int small) {
     c->b = c->f * (1.5 + (double)(rnd() % 3) * 0.5);
 }
 
+/* --csv: the chain in ckpt-plan's CSV format, the budget and store-all's figures as comments */
+static int write_csv(const char *dir, const char *kind, const ckpt_cost *c, int n, uint64_t budget,
+                     const ckpt_plan_info *sa) {
+    char path[4096];
+    FILE *f;
+    int i;
+    snprintf(path, sizeof path, "%s/%s_%d.csv", dir, kind, n);
+    if (!(f = fopen(path, "w"))) { fprintf(stderr, "plan_bench: cannot write %s\n", path); return 0; }
+    fprintf(f, "# plan_bench chain %s, %d stages; budget = store-all's peak / 3\n", kind, n);
+    fprintf(f, "# budget=%llu store_all_peak=%llu store_all_time=%.17g\n", (unsigned long long)budget,
+            (unsigned long long)sa->store_all_peak, sa->store_all_time);
+    fprintf(f, "name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace\n");
+    for (i = 0; i < n; i++)
+        fprintf(f, "s%d,%.17g,%.17g,%llu,%llu,%llu,%llu\n", i + 1, c[i].f, c[i].b, (unsigned long long)c[i].a,
+                (unsigned long long)c[i].t, (unsigned long long)c[i].wf, (unsigned long long)c[i].wb);
+    return fclose(f) == 0;
+}
+
 int main(int argc, char **argv) {
     static const int sizes[] = {50, 100, 200, 400};
     static const uint32_t units[] = {500, 4096, 0};
-    int reps = argc > 1 ? atoi(argv[1]) : 3, max_n = argc > 2 ? atoi(argv[2]) : 400, si, ui, kind;
-    const char *only = argc > 3 ? argv[3] : "";
-    int small = strcmp(only, "small") == 0;
+    const char *csv_dir = NULL;
+    long only_units = -1;
+    int reps, max_n, si, ui, kind, small;
+    const char *only;
+    while (argc > 2 && (!strcmp(argv[1], "--csv") || !strcmp(argv[1], "--units"))) {
+        if (!strcmp(argv[1], "--csv")) csv_dir = argv[2];
+        else only_units = atol(argv[2]);
+        argc -= 2; argv += 2;
+    }
+    reps = argc > 1 ? atoi(argv[1]) : 3;
+    max_n = argc > 2 ? atoi(argv[2]) : 400;
+    only = argc > 3 ? argv[3] : "";
+    small = strcmp(only, "small") == 0;
     if (reps < 1) reps = 1;
     if (reps > 32) reps = 32;
     printf("%-7s %-7s %-10s %-9s %-9s %-10s %-10s %-10s %-9s %-11s %s\n", "chain", "stages", "max_units", "wall_ms",
@@ -112,9 +150,15 @@ int main(int argc, char **argv) {
             pd.policy = CKPT_POLICY_STORE_ALL;
             if (ckpt_plan_create(c, n, &pd, &p, &info) != CKPT_OK) return 1;
             ckpt_plan_destroy(p);
-            for (ui = small ? 2 : 0; ui < 3; ui++) run(name, c, n, info.store_all_peak / 3, units[ui], reps);
+            if (csv_dir && !write_csv(csv_dir, name, c, n, info.store_all_peak / 3, &info)) return 1;
+            if (only_units >= 0) run(name, c, n, info.store_all_peak / 3, (uint32_t)only_units, reps);
+            else
+                for (ui = small ? 2 : 0; ui < 3; ui++) run(name, c, n, info.store_all_peak / 3, units[ui], reps);
             free(c);
         }
     }
+    printf("rotor_ms: not measured by this run: rotor's persistent_compute_table at 500 slots, median CPU ms,\n"
+           "  timed live on the chains of `plan_bench 3 400` by bench/rotor_plan_bench.py (dev-2c, 2026-11-24,\n"
+           "  bench/RESULTS.md). Issue 9's figures, older: 222-241, 1600 and 8700-9900 ms at 100, 200, 400 stages.\n");
     return 0;
 }
