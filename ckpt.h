@@ -231,6 +231,19 @@
    is copied back into host_grads once. ckpt_split_by_bytes and ckpt_split_segments group
    layers into stages.
 
+   GRADIENT-READY HOOK (data parallel)
+   -------------------
+   ckpt_chain_desc.grads_ready, when set, is called once per stage per step, as soon as that
+   stage's parameter gradients are final: right after its B op (a stage has one per step) has
+   run for every microbatch lane, so in backward order n-1..0, while the stages before it still
+   run their backward. It gets the stage, the compute stream (queue work after the backward
+   there, e.g. ncclAllReduce ordered by an event, or MPI_Iallreduce on host data) and whether the
+   gradients are in host_grads (a streamed stage: the chain waits for that stage's copy back
+   before the call, the one host wait it adds) or on the device where the callback keeps them.
+   Stages with CKPT_STAGE_NO_PARAMS get no call. A hook that returns an error fails the step
+   with CKPT_ERR_GRADS_READY (the step is abandoned as after a failed callback; the next one
+   runs normally). Not with graphs (refused at create). The hook must not call the chain.
+
    MEASURED TIMES
    --------------
    The planner is as good as the stage times it is given. ckpt_chain_measure runs real steps
@@ -415,7 +428,8 @@ extern "C" {
     X(CKPT_ERR_BACKEND, -202, "a backend operation failed") \
     X(CKPT_ERR_NO_DEVICE, -203, "no usable GPU: no device, or no driver for it") \
     X(CKPT_ERR_CALLBACK, -300, "a stage callback returned an error") \
-    X(CKPT_ERR_RNG_REPLAY, -301, "a recomputation drew different random numbers than the first forward")
+    X(CKPT_ERR_RNG_REPLAY, -301, "a recomputation drew different random numbers than the first forward") \
+    X(CKPT_ERR_GRADS_READY, -303, "the chain's grads_ready hook returned an error")
 
 #define _CKPT_RESULT_ENUM(name, value, text) name = value,
 typedef enum ckpt_result { CKPT_RESULT_LIST(_CKPT_RESULT_ENUM) CKPT__RESULT_FORCE_INT = 0x7fffffff } ckpt_result;
@@ -767,6 +781,8 @@ typedef ckpt_result (*ckpt_forward_fn)(const ckpt_fwd_args *args);
 typedef ckpt_result (*ckpt_backward_fn)(const ckpt_bwd_args *args);
 
 #define CKPT_STAGE_NO_CHECKPOINT 0x1u   /* forbid a checkpoint at this stage's input boundary */
+#define CKPT_STAGE_NO_PARAMS 0x2u       /* the stage has no parameters: no grads_ready call (chains
+                                           only; ckpt_plan_create's costs refuse it) */
 
 /* A stage's tape options (TAPE OPTIONS in the manual): option 0 is tape_bytes with bwd_time;
    option k (1..n_tape_options) keeps tape_bytes of its own and makes the backward bwd_extra
@@ -1003,6 +1019,19 @@ typedef struct ckpt_rng_hooks {
     void *user;
 } ckpt_rng_hooks;
 
+/* >>grads_ready: what the hook gets (GRADIENT-READY HOOK in the manual). */
+typedef struct ckpt_grads_ready_args {
+    ckpt_chain *chain;
+    int stage;              /* 0-based */
+    void *stream;           /* the compute stream, after the stage's last backward (NULL on the CPU) */
+    int in_host_grads;      /* 1: a streamed stage with host_grads: they hold its gradients, copied
+                               back and complete; 0: on the device, where its backward put them,
+                               once the work queued on stream is done */
+    void *user;             /* ckpt_chain_desc.grads_ready_user */
+} ckpt_grads_ready_args;
+/* Return CKPT_OK, or any negative code to fail the step with CKPT_ERR_GRADS_READY. */
+typedef ckpt_result (*ckpt_grads_ready_fn)(const ckpt_grads_ready_args *args);
+
 typedef struct ckpt_chain_desc {
     const ckpt_stage_desc *stages;  /* required; copied */
     int n_stages;                   /* 1..CKPT_MAX_STAGES */
@@ -1017,6 +1046,9 @@ typedef struct ckpt_chain_desc {
                                        ckpt_forward_microbatches / ckpt_backward_microbatches */
     int graphs;                     /* 1: capture each sweep into a CUDA graph and replay it (CUDA
                                        GRAPHS in the manual); needs the backend's graph entries */
+    ckpt_grads_ready_fn grads_ready;    /* called once a stage's parameter gradients are final for
+                                           the step (GRADIENT-READY HOOK); NULL: none */
+    void *grads_ready_user;
 } ckpt_chain_desc;
 
 CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain **out);
@@ -3890,6 +3922,8 @@ struct ckpt_chain {
     char **names;
     ckpt_cost *costs;               /* as the cost model sees them (_ckpt_costs_model) */
     ckpt_rng_hooks hooks;
+    ckpt_grads_ready_fn grads_ready;
+    void *grads_ready_user;
     unsigned char *hook_state;      /* n + 1 states: one per stage, then a scratch */
     uint64_t seed, rng_next, rng_step_start;
     uint64_t *rng_base, *rng_count; /* per stage: range drawn in the first forward */
@@ -3968,6 +4002,9 @@ static ckpt_result _ckpt_check_chain_desc(const ckpt_chain_desc *d, const ckpt_l
         if (d->rng_hooks.save)
             return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.graphs: rng_hooks cannot be used with graphs (a "
                              "replay calls no callback); draw with ckpt_ctx_rng");
+        if (d->grads_ready)
+            return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.graphs: a grads_ready hook cannot be used with "
+                             "graphs (a replay calls no callback)");
         for (i = 0; i < d->n_stages; i++)
             if (d->stages[i].host_params)
                 return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.graphs: stage %d streams its parameters "
@@ -3978,6 +4015,9 @@ static ckpt_result _ckpt_check_chain_desc(const ckpt_chain_desc *d, const ckpt_l
         if (st->param_bytes && !st->host_params)
             return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_chain_desc.stages[%d].param_bytes is %llu but host_params "
                              "is NULL", i, (unsigned long long)st->param_bytes);
+        if ((st->flags & CKPT_STAGE_NO_PARAMS) && st->host_params)
+            return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.stages[%d] has CKPT_STAGE_NO_PARAMS and streams "
+                             "parameters (host_params)", i);
         if (st->host_grads && (!st->host_params || st->param_bytes % sizeof(float)))
             return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.stages[%d].host_grads needs host_params and a "
                              "param_bytes that is a multiple of 4 (float gradients); it is %llu", i,
@@ -4141,6 +4181,7 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
     if (!ch) return _CKPT_ERR(lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_create: out of host memory");
     ch->al = desc->allocator; ch->lg = desc->logger; ch->be = *desc->backend; ch->n = desc->n_stages;
     ch->hooks = desc->rng_hooks; ch->seed = desc->seed; ch->rng_next = desc->rng_offset;
+    ch->grads_ready = desc->grads_ready; ch->grads_ready_user = desc->grads_ready_user;
     ch->stats.failed_stage = -1;
     ch->lanes = desc->microbatches > 0 ? desc->microbatches : 1;
     ch->stages = (ckpt_stage_desc *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->stages);
@@ -4176,7 +4217,7 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
         ch->costs[i].f = s->fwd_time; ch->costs[i].b = s->bwd_time;
         ch->costs[i].a = s->out_bytes; ch->costs[i].t = s->tape_bytes;
         ch->costs[i].wf = s->fwd_workspace_bytes; ch->costs[i].wb = s->bwd_workspace_bytes;
-        ch->costs[i].flags = s->flags;
+        ch->costs[i].flags = s->flags & ~CKPT_STAGE_NO_PARAMS;
         ch->costs[i].n_options = s->n_tape_options;
         for (j = 0; j < s->n_tape_options && j < CKPT_MAX_TAPE_OPTIONS - 1; j++) {
             ch->costs[i].option_t[j] = s->tape_options[j].tape_bytes;
@@ -4968,6 +5009,24 @@ static ckpt_result _ckpt_grad_end(ckpt_chain *ch, int stage, int g) {
     return CKPT_OK;
 }
 
+/* >>grads_ready: after a stage's B op (its only one in a step) has run for every lane; for a
+   streamed stage with host_grads (g >= 0), after its copy back into host_grads has landed. */
+static ckpt_result _ckpt_grads_ready(ckpt_chain *ch, int stage, int g) {
+    ckpt_grads_ready_args a;
+    ckpt_result r;
+    if (ch->stages[stage].flags & CKPT_STAGE_NO_PARAMS) return CKPT_OK;
+    if (g >= 0 && ch->async && (r = ch->be.event_synchronize(ch->be.state, ch->ev_gdone[g])) != CKPT_OK)
+        return _CKPT_ERR(&ch->lg, r, "stage %d (%s): waiting for its gradients' copy back failed", stage,
+                         _ckpt_stage_name(ch, stage));
+    a.chain = ch; a.stage = stage; a.in_host_grads = g >= 0; a.user = ch->grads_ready_user;
+    a.stream = ch->be.compute_stream ? ch->be.compute_stream(ch->be.state) : NULL;
+    r = ch->grads_ready(&a);
+    if (r != CKPT_OK)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_GRADS_READY, "stage %d (%s): the grads_ready hook returned %s", stage,
+                         _ckpt_stage_name(ch, stage), ckpt_result_string(r));
+    return CKPT_OK;
+}
+
 /* The next F or B op after k before `to`; -1 if none. */
 static int _ckpt_next_compute(const ckpt_chain *ch, int k, int to) {
     for (k++; k < to; k++)
@@ -4998,6 +5057,7 @@ static ckpt_result _ckpt_run_compute_op(ckpt_chain *ch, int k, int to, const voi
         r = _ckpt_grad_end(ch, stage, g);
         if (r == CKPT_OK) r = _ckpt_param_release(ch, slot);
     }
+    if (r == CKPT_OK && op->kind == CKPT_OP_B && ch->grads_ready) r = _ckpt_grads_ready(ch, stage, g);
     return r;
 }
 
