@@ -267,6 +267,35 @@
    ckpt_chain_stats.steps, as ckpt_forward and ckpt_backward would; the steps after them are
    exactly what they would be after as many ordinary steps.
 
+   RECOMPUTE CHECK (ckpt_chain_desc.check_recompute = 1)
+   ---------------
+   Bit-identical gradients need every recomputation to write what the first forward wrote. A
+   forward that depends on state changing between calls (BatchNorm's running statistics updated
+   in forward, an unseeded or global RNG, a counter) breaks that silently. With check_recompute,
+   in the first forward of every step the chain takes the backend's checksum (>>checksum) of
+   each X[i] an F op writes (but X[n]: F(n) runs once) and of its tape T[i], per microbatch lane;
+   every recomputation of F(i) compares X[i] with it, and T[i] when it keeps its tape in the
+   option the first forward ran (a first forward that keeps no tape runs the scratch option: see
+   TAPE OPTIONS; a tape recomputed in another option holds other bytes and is not compared). The
+   first difference fails the step with CKPT_ERR_RECOMPUTE_MISMATCH; the log names the stage
+   (0-based index and name), the lane, the buffer as "X[i]" or "T[i]" (1-based, as in COST MODEL)
+   and both checksums in hex. The step is abandoned as after any execution error (the chain is
+   ready for the next forward; parameter gradients the step's B ops already added stay added:
+   zero them before retrying). ckpt_chain_stats.recompute_checks counts the comparisons.
+   Not checked: buffers that P ops bring back (a copy, not a recomputation), X[n], a tape
+   recomputed without being kept or in another option, workspaces, backward callbacks, and
+   ckpt_forward_eval. The sums cover out_bytes and the option's tape bytes exactly, so a forward
+   must write its whole tape, as the callback contract asks (args->tape), or the check sees the
+   stale bytes as a difference.
+   Cost: a checksum pass over X[i] and T[i] of every first forward (X[n] aside) and over X[i],
+   and T[i] when compared, of every recomputation; each waits for the compute stream (the host
+   reads the sum); 20 bytes of host memory per stage and lane, allocated at ckpt_chain_create. On
+   the CPU backend the checksum is FNV-1a one byte at a time (about 1.3 ns a byte): on
+   examples/mlp_cpu it made store-all's steps 49% slower and an optimal plan's at 0.4 of the
+   memory 30% (bench/RESULTS.md). Use it to find a stage at fault, not in every run.
+   Needs the backend's checksum (CPU, CUDA and HIP have it) and no graphs: either lack is
+   CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create.
+
    CUDA GRAPHS (ckpt_chain_desc.graphs = 1)
    -----------
    Every buffer has an address fixed by the plan, so a sweep can be captured once into a CUDA
@@ -347,7 +376,8 @@
                      around the ops of a sweep being captured, launch for every sweep of a graph
                      (the capturing one too, since capture only records), destroy when a graph
                      is captured again or the plan or chain goes.
-   memset_async, mem_info and checksum are for users' own code. backends/ckpt_cuda.h and
+   memset_async and mem_info are for users' own code; checksum too, and the chain's own with
+   ckpt_chain_desc.check_recompute (RECOMPUTE CHECK): after every F op, on X[i] and T[i]. backends/ckpt_cuda.h and
    backends/ckpt_hip.h implement every entry on the GPU. The backend must outlive every chain
    that uses it; the chain copies the struct, not the state.
 */
