@@ -280,6 +280,35 @@
    ckpt_chain_stats.steps, as ckpt_forward and ckpt_backward would; the steps after them are
    exactly what they would be after as many ordinary steps.
 
+   RECOMPUTE CHECK (ckpt_chain_desc.check_recompute = 1)
+   ---------------
+   Bit-identical gradients need every recomputation to write what the first forward wrote. A
+   forward that depends on state changing between calls (BatchNorm's running statistics updated
+   in forward, an unseeded or global RNG, a counter) breaks that silently. With check_recompute,
+   in the first forward of every step the chain takes the backend's checksum (>>checksum) of
+   each X[i] an F op writes (but X[n]: F(n) runs once) and of its tape T[i], per microbatch lane;
+   every recomputation of F(i) compares X[i] with it, and T[i] when it keeps its tape in the
+   option the first forward ran (a first forward that keeps no tape runs the scratch option: see
+   TAPE OPTIONS; a tape recomputed in another option holds other bytes and is not compared). The
+   first difference fails the step with CKPT_ERR_RECOMPUTE_MISMATCH; the log names the stage
+   (0-based index and name), the lane, the buffer as "X[i]" or "T[i]" (1-based, as in COST MODEL)
+   and both checksums in hex. The step is abandoned as after any execution error (the chain is
+   ready for the next forward; parameter gradients the step's B ops already added stay added:
+   zero them before retrying). ckpt_chain_stats.recompute_checks counts the comparisons.
+   Not checked: buffers that P ops bring back (a copy, not a recomputation), X[n], a tape
+   recomputed without being kept or in another option, workspaces, backward callbacks, and
+   ckpt_forward_eval. The sums cover out_bytes and the option's tape bytes exactly, so a forward
+   must write its whole tape, as the callback contract asks (args->tape), or the check sees the
+   stale bytes as a difference.
+   Cost: a checksum pass over X[i] and T[i] of every first forward (X[n] aside) and over X[i],
+   and T[i] when compared, of every recomputation; each waits for the compute stream (the host
+   reads the sum); 20 bytes of host memory per stage and lane, allocated at ckpt_chain_create. On
+   the CPU backend the checksum is FNV-1a one byte at a time (about 1.3 ns a byte): on
+   examples/mlp_cpu it made store-all's steps 49% slower and an optimal plan's at 0.4 of the
+   memory 30% (bench/RESULTS.md). Use it to find a stage at fault, not in every run.
+   Needs the backend's checksum (CPU, CUDA and HIP have it) and no graphs: either lack is
+   CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create.
+
    CUDA GRAPHS (ckpt_chain_desc.graphs = 1)
    -----------
    Every buffer has an address fixed by the plan, so a sweep can be captured once into a CUDA
@@ -360,7 +389,8 @@
                      around the ops of a sweep being captured, launch for every sweep of a graph
                      (the capturing one too, since capture only records), destroy when a graph
                      is captured again or the plan or chain goes.
-   memset_async, mem_info and checksum are for users' own code. backends/ckpt_cuda.h and
+   memset_async and mem_info are for users' own code; checksum too, and the chain's own with
+   ckpt_chain_desc.check_recompute (RECOMPUTE CHECK): after every F op, on X[i] and T[i]. backends/ckpt_cuda.h and
    backends/ckpt_hip.h implement every entry on the GPU. The backend must outlive every chain
    that uses it; the chain copies the struct, not the state.
 */
@@ -429,6 +459,7 @@ extern "C" {
     X(CKPT_ERR_NO_DEVICE, -203, "no usable GPU: no device, or no driver for it") \
     X(CKPT_ERR_CALLBACK, -300, "a stage callback returned an error") \
     X(CKPT_ERR_RNG_REPLAY, -301, "a recomputation drew different random numbers than the first forward") \
+    X(CKPT_ERR_RECOMPUTE_MISMATCH, -302, "a recomputation wrote a different output or tape than the first forward (ckpt_chain_desc.check_recompute)") \
     X(CKPT_ERR_GRADS_READY, -303, "the chain's grads_ready hook returned an error")
 
 #define _CKPT_RESULT_ENUM(name, value, text) name = value,
@@ -1046,6 +1077,11 @@ typedef struct ckpt_chain_desc {
                                        ckpt_forward_microbatches / ckpt_backward_microbatches */
     int graphs;                     /* 1: capture each sweep into a CUDA graph and replay it (CUDA
                                        GRAPHS in the manual); needs the backend's graph entries */
+    int check_recompute;            /* 1: checksum every X[i] and T[i] the first forward writes and
+                                       fail the step with CKPT_ERR_RECOMPUTE_MISMATCH when a
+                                       recomputation writes other bytes (RECOMPUTE CHECK in the
+                                       manual); needs the backend's checksum; not with graphs.
+                                       0: off (the default) */
     ckpt_grads_ready_fn grads_ready;    /* called once a stage's parameter gradients are final for
                                            the step (GRADIENT-READY HOOK); NULL: none */
     void *grads_ready_user;
@@ -1133,6 +1169,8 @@ typedef struct ckpt_chain_stats {
     uint64_t graph_captures;    /* graphs: sweeps captured (a step that captures both its forward
                                    and its backward counts 2) */
     uint64_t graph_replays;     /* graphs: sweeps replayed from a graph captured earlier */
+    uint64_t recompute_checks;  /* check_recompute: buffers of recomputations compared with the
+                                   first forward's checksums (X[i] and T[i], per lane) */
 } ckpt_chain_stats;
 
 CKPT_API ckpt_result ckpt_chain_get_stats(const ckpt_chain *chain, ckpt_chain_stats *out);
@@ -3963,6 +4001,11 @@ struct ckpt_chain {
     uint64_t gops[2], gcopies[2];   /* what a replay adds to stats.ops_run and stats.copies */
     int gcapturing, gcap_from, gcap_to; /* a capture of ops [from, to) is under way */
     const uint64_t *gdelta;         /* the backend's device counter offset (graph_begin) */
+    /* >>recheck: ckpt_chain_desc.check_recompute. Per lane and stage (index lane * n + i), the
+       checksums of X[i+1] and T[i+1] in this step's first forward, and the tape option T's sum
+       was taken in (-1: none). NULL when off. */
+    uint64_t *ck_x, *ck_t;
+    int *ck_topt;
 };
 
 static const char *_ckpt_stage_name(const ckpt_chain *ch, int i) { return ch->names[i]; }
@@ -4010,6 +4053,14 @@ static ckpt_result _ckpt_check_chain_desc(const ckpt_chain_desc *d, const ckpt_l
                 return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.graphs: stage %d streams its parameters "
                                  "(host_params); parameter streaming cannot be used with graphs", i);
     }
+    if (d->check_recompute != 0 && d->check_recompute != 1)     /* >>recheck */
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.check_recompute is %d; 0 or 1", d->check_recompute);
+    if (d->check_recompute && !d->backend->checksum)
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.check_recompute: the backend (%s) has no checksum "
+                         "entry", d->backend->name ? d->backend->name : "unnamed");
+    if (d->check_recompute && d->graphs)
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.check_recompute cannot be used with graphs (a "
+                         "replayed sweep runs no callback, and a checksum would wait on the host inside the capture)");
     for (i = 0; i < d->n_stages; i++) {
         const ckpt_stage_desc *st = &d->stages[i];
         if (st->param_bytes && !st->host_params)
@@ -4165,6 +4216,7 @@ CKPT_API void ckpt_chain_destroy(ckpt_chain *ch) {
     _ckpt_stream_free(ch);
     _ckpt_free(&al, ch->inputs);
     _ckpt_free(&al, ch->gkeys); _ckpt_free(&al, ch->grng_base); _ckpt_free(&al, ch->grng_count);
+    _ckpt_free(&al, ch->ck_x); _ckpt_free(&al, ch->ck_t); _ckpt_free(&al, ch->ck_topt);
     _ckpt_free(&al, ch);
 }
 
@@ -4196,6 +4248,13 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
         ch->grng_base = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)ch->n * (size_t)ch->lanes, sizeof(uint64_t));
         ch->grng_count = (uint64_t *)_ckpt_calloc(&ch->al, (size_t)ch->n * (size_t)ch->lanes, sizeof(uint64_t));
         if (!ch->gkeys || !ch->grng_base || !ch->grng_count) goto oom;
+    }
+    if (desc->check_recompute) {
+        size_t nl = (size_t)ch->n * (size_t)ch->lanes;
+        ch->ck_x = (uint64_t *)_ckpt_calloc(&ch->al, nl, sizeof(uint64_t));
+        ch->ck_t = (uint64_t *)_ckpt_calloc(&ch->al, nl, sizeof(uint64_t));
+        ch->ck_topt = (int *)_ckpt_calloc(&ch->al, nl, sizeof(int));
+        if (!ch->ck_x || !ch->ck_t || !ch->ck_topt) goto oom;
     }
     if (ch->hooks.state_bytes)
         ch->hook_state = (unsigned char *)_ckpt_calloc(&ch->al, (size_t)ch->n * (size_t)ch->lanes + 1,
@@ -4707,6 +4766,40 @@ static ckpt_result _ckpt_fail_stage(ckpt_chain *ch, int stage, const char *what,
                      _ckpt_stage_name(ch, stage), what, ckpt_result_string(cb));
 }
 
+/* >>recheck: after F(i+1) in lane `lane` wrote out (X[i+1]) and tape (T[i+1]). The first forward
+   records their checksums (not X[n]'s: F(n) runs once); a recomputation compares X[i+1] always,
+   and T[i+1] when it keeps the tape in the option the first forward's sum was taken in. */
+static ckpt_result _ckpt_recheck(ckpt_chain *ch, const ckpt_op *op, const _ckpt_instr *in, int lane,
+                                 const void *out, const void *tape) {
+    int i = op->stage - 1, k;
+    size_t ri = (size_t)lane * (size_t)ch->n + (size_t)i;
+    const ckpt_stage_desc *st = &ch->stages[i];
+    if (in->first) ch->ck_topt[ri] = -1;
+    for (k = 0; k < 2; k++) {
+        const void *p = k ? tape : out;
+        size_t bytes = !k ? st->out_bytes : in->opt ? st->tape_options[in->opt - 1].tape_bytes : st->tape_bytes;
+        uint64_t sum = 0, *rec = k ? &ch->ck_t[ri] : &ch->ck_x[ri];
+        ckpt_result r;
+        if (!p || !bytes || (!k && i == ch->n - 1)) continue;
+        if (k && !in->first && (!op->tape || ch->ck_topt[ri] != in->opt)) continue;
+        if ((r = ch->be.checksum(ch->be.state, p, bytes, &sum)) != CKPT_OK)
+            return _CKPT_ERR(&ch->lg, r, "stage %d (%s): the backend's checksum of %c[%d] failed (check_recompute)", i,
+                             _ckpt_stage_name(ch, i), k ? 'T' : 'X', op->stage);
+        if (in->first) {
+            *rec = sum;
+            if (k) ch->ck_topt[ri] = in->opt;
+            continue;
+        }
+        ch->stats.recompute_checks++;
+        if (sum != *rec)
+            return _CKPT_ERR(&ch->lg, CKPT_ERR_RECOMPUTE_MISMATCH, "stage %d (%s), microbatch %d: the recomputation "
+                             "wrote %c[%d] with checksum 0x%016llx, the first forward 0x%016llx (does the forward "
+                             "depend on state that changes between calls?)", i, _ckpt_stage_name(ch, i), lane,
+                             k ? 'T' : 'X', op->stage, (unsigned long long)sum, (unsigned long long)*rec);
+    }
+    return CKPT_OK;
+}
+
 static void *_ckpt_buf_ptr(ckpt_chain *ch, int b, int lane) {
     const _ckpt_buf *x;
     if (b < 0) return NULL;
@@ -4763,7 +4856,7 @@ static ckpt_result _ckpt_run_forward_op(ckpt_chain *ch, const ckpt_op *op, const
                          _ckpt_stage_name(ch, i), (unsigned long long)(ctx._rng_cursor - ch->rng_base[ri]),
                          (unsigned long long)ch->rng_count[ri]);
     }
-    return CKPT_OK;
+    return ch->ck_x ? _ckpt_recheck(ch, op, in, lane, a.out, a.tape) : CKPT_OK;
 }
 
 static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, const _ckpt_instr *in, int lane,

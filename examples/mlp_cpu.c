@@ -27,6 +27,10 @@
    and "optimal b=opt1", the optimal policy at that row's peak. Column opt1 counts the blocks
    whose F kept option 1; the lines under the table show each plan's option per block.
    --no-options declares no option (nor the forward workspace): the blocks as they were before.
+   --check-recompute trains every row with ckpt_chain_desc.check_recompute (RECOMPUTE CHECK in
+   ckpt.h): each step checksums the boundaries and tapes of its first forward and compares every
+   recomputation; the table's times then include that cost (the stage times are measured without
+   it), and a line under each row gives the buffers compared per step.
 
    Build (from the repository root), with OpenBLAS and OpenMP:
        cc -std=c11 -O2 -fopenmp -DCKPT_EXAMPLE_OPENBLAS examples/mlp_cpu.c -o mlp_cpu -lopenblas -lm
@@ -34,7 +38,7 @@
    Run:
        ./mlp_cpu [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]
                  [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream 1]
-                 [--threads T] [--no-options]
+                 [--threads T] [--no-options] [--check-recompute]
 
    --threads T (default: $OPENBLAS_NUM_THREADS if set, else 1) gives the BLAS and the example's
    own loops T threads (example_set_threads). The loops are split over rows, or over columns for
@@ -479,6 +483,7 @@ typedef struct Config {
     int stream;                 /* parameters streamed through the library */
     int threads;                /* for the BLAS and the loops (example_set_threads); 0: default */
     int no_options;             /* --no-options: declare no tape option (option 0 only, as before) */
+    int check_recompute;        /* --check-recompute: ckpt_chain_desc.check_recompute in every row */
     uint64_t budget, seed;
 } Config;
 
@@ -597,6 +602,7 @@ static void train(const Config *cfg, Model *m, const Model *teacher, const float
     cd.backend = be;
     cd.seed = cfg->seed;
     cd.logger.fn = log_errors;
+    cd.check_recompute = cfg->check_recompute;
     ckpt_chain *chain;
     CHECK(ckpt_chain_create(&cd, &chain));
     run->policy = ops ? CKPT_POLICY_CUSTOM : pd->policy;
@@ -871,7 +877,7 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]\n"
             "          [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream 0|1]\n"
-            "          [--threads T] [--no-options]\n"
+            "          [--threads T] [--no-options] [--check-recompute]\n"
             "defaults: --width 64 --depth 8 --batch 256 --steps 20 --dropout 0.1 --lr 0.1\n"
             "          --seed 42 --budget-frac 0.4 (of store-all's peak); no offload row;\n"
             "          --threads $OPENBLAS_NUM_THREADS if set, else 1; tape option 1 declared\n",
@@ -884,6 +890,7 @@ static void parse_args(int argc, char **argv, Config *cfg)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--no-options")) { cfg->no_options = 1; continue; }
+        if (!strcmp(a, "--check-recompute")) { cfg->check_recompute = 1; continue; }
         if (i + 1 >= argc) usage(argv[0]);
         const char *v = argv[++i];
         if (!strcmp(a, "--width")) cfg->C = atoi(v);
@@ -1010,6 +1017,9 @@ int main(int argc, char **argv)
                (unsigned long long)r->stats.arena_bytes, (unsigned long long)r->stats.pool_bytes, r->ms_per_step,
                r->cpu_ms_per_step, r->info.time / ref->info.time, r->ms_per_step / ref->ms_per_step,
                r->cpu_ms_per_step / ref->cpu_ms_per_step, r->n_opt1, r->loss, match ? "yes" : "no");
+        if (cfg.check_recompute && r->stats.steps)
+            printf("%-14s recompute check: %llu buffers compared per step\n", "",
+                   (unsigned long long)(r->stats.recompute_checks / r->stats.steps));
         if (cfg.stream)
             printf("%-14s %llu parameter loads per step, %llu slot bytes\n", "", (unsigned long long)(r->stats.param_loads / (uint64_t)cfg.steps),
                    (unsigned long long)r->stats.slot_bytes);

@@ -658,6 +658,18 @@ static void graph_mode(ckpt_backend *cpu) {
     cd.rng_hooks.state_bytes = 8; cd.rng_hooks.save = hook_save; cd.rng_hooks.restore = hook_restore;
     EXPECT_CREATE(CKPT_ERR_BAD_ARGUMENT, "rng_hooks");
     memset(&cd.rng_hooks, 0, sizeof cd.rng_hooks);
+    /* check_recompute: refused with graphs (a replay runs no callback), with a backend that has no
+       checksum, and for values other than 0 and 1 */
+    fake.checksum = cpu->checksum;
+    cd.check_recompute = 1;
+    EXPECT_CREATE(CKPT_ERR_BAD_ARGUMENT, "check_recompute cannot be used with graphs");
+    cd.graphs = 0; cd.stages = st;
+    fake.checksum = NULL;
+    EXPECT_CREATE(CKPT_ERR_BAD_ARGUMENT, "has no checksum");
+    fake.checksum = cpu->checksum;
+    cd.check_recompute = 2;
+    EXPECT_CREATE(CKPT_ERR_BAD_ARGUMENT, "check_recompute is 2");
+    cd.check_recompute = 0; cd.graphs = 1; cd.stages = gst;
 
     /* the reference: the same chain without graphs, 8 steps (a new plan before step 4) */
     memset(&pd, 0, sizeof pd);
