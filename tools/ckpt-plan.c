@@ -1059,15 +1059,34 @@ typedef struct sweep_line {
     sweep_point *pt;
 } sweep_line;
 
-/* Fixed per policy (indexed by ckpt_policy). */
-static const char *const SWEEP_COLOURS[CKPT_POLICY_COUNT_] = {
-    "#1f77b4", /* optimal: blue */
-    "#7f7f7f", /* store-all: grey */
-    "#2ca02c", /* every-k: green */
-    "#ff7f0e", /* sqrt: orange */
-    "#9467bd", /* greedy: purple */
-    "#d62728", /* offload: red */
+/* Fixed per policy (indexed by ckpt_policy): colour, line width and dashes. optimal and offload
+   are drawn first and wide, the heuristics narrow and dashed on top, so that lines that coincide
+   stay visible. */
+static const struct { const char *colour, *dash; double width; } SWEEP_STYLE[CKPT_POLICY_COUNT_] = {
+    {"#1f77b4", NULL, 5},      /* optimal: blue */
+    {"#555555", NULL, 2},      /* store-all: grey */
+    {"#2ca02c", "7 4", 2},     /* every-k: green */
+    {"#ff7f0e", "2 3", 2},     /* sqrt: orange */
+    {"#9467bd", "9 3 2 3", 2}, /* greedy: purple */
+    {"#d62728", NULL, 5},      /* offload: red */
 };
+
+static void svg_stroke(FILE *o, ckpt_policy p) {
+    fprintf(o, "stroke=\"%s\" stroke-width=\"%g\"", SWEEP_STYLE[p].colour, SWEEP_STYLE[p].width);
+    if (SWEEP_STYLE[p].width > 2) fputs(" stroke-opacity=\"0.55\"", o);
+    if (SWEEP_STYLE[p].dash) fprintf(o, " stroke-dasharray=\"%s\"", SWEEP_STYLE[p].dash);
+}
+
+/* "2.9 GiB", "120 B". */
+static void fmt_bytes_short(uint64_t v, char *buf, size_t bufsz) {
+    char *paren;
+    fmt_bytes(v, buf, bufsz);
+    paren = strchr(buf, '(');
+    if (paren) {
+        memmove(buf, paren + 1, strlen(paren + 1) + 1);
+        buf[strlen(buf) - 1] = '\0';
+    }
+}
 
 /* Text for XML: & < > " escaped, control characters as '?', and every byte above 0x7f as '?'
    unless the whole string is valid UTF-8. */
@@ -1134,10 +1153,10 @@ static int cmp_point_peak(const void *a, const void *b) {
 static void write_sweep_svg(FILE *o, const char *file, sweep_line *ln, int n_lines, uint64_t sa_peak,
                             double sa_time, const char *time_unit, uint64_t b_lo, uint64_t b_hi, int n_budgets) {
     /* Canvas 800 x 500; the plot area leaves room for the title, the axes and the legend. */
-    const double W = 800, H = 500, L = 80, R = 620, T = 70, B = 430;
+    const double W = 800, H = 500, L = 80, R = 620, T = 70, B = 430, PAD = 8;
     double xmin = 1, xmax = 1, ymin = 1, ymax = 1, x0, x1, y0, y1, xs, ys, v;
-    int p, i, xd, yd;
-    char bytes[64], tb[40];
+    int p, i, q, xd, yd;
+    char bytes[64], blo[64], bhi[64];
 
     for (p = 0; p < n_lines; p++)
         for (i = 0; i < ln[p].n; i++) {
@@ -1151,8 +1170,8 @@ static void write_sweep_svg(FILE *o, const char *file, sweep_line *ln, int n_lin
     ys = axis_range(ymin, ymax, &y0, &y1);
     xd = tick_decimals(xs);
     yd = tick_decimals(ys);
-#define SX(x) (L + ((x) - x0) / (x1 - x0) * (R - L))
-#define SY(y) (B - ((y) - y0) / (y1 - y0) * (B - T))
+#define SX(x) (L + PAD + ((x) - x0) / (x1 - x0) * (R - L - 2 * PAD))
+#define SY(y) (B - PAD - ((y) - y0) / (y1 - y0) * (B - T - 2 * PAD))
 
     fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
@@ -1162,14 +1181,12 @@ static void write_sweep_svg(FILE *o, const char *file, sweep_line *ln, int n_lin
     fputs("<text x=\"400\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">ckpt-plan --sweep ", o);
     xml_text(o, file);
     fputs("</text>\n", o);
-    fmt_bytes(sa_peak, bytes, sizeof bytes);
-    fmt_double(sa_time, tb, sizeof tb);
-    fprintf(o, "<text x=\"400\" y=\"44\" text-anchor=\"middle\" fill=\"#444\">store-all: peak ");
-    xml_text(o, bytes);
-    fprintf(o, ", time %s", tb);
-    if (time_unit) fprintf(o, " %s", time_unit);
-    fprintf(o, "; %d budgets from %" PRIu64 " to %" PRIu64 " bytes; infeasible budgets left out</text>\n",
-            n_budgets, b_lo, b_hi);
+    fmt_bytes_short(sa_peak, bytes, sizeof bytes);
+    fmt_bytes_short(b_lo, blo, sizeof blo);
+    fmt_bytes_short(b_hi, bhi, sizeof bhi);
+    fprintf(o, "<text x=\"400\" y=\"44\" text-anchor=\"middle\" fill=\"#444\">store-all: peak %s, time %.4g%s%s; "
+               "%d budgets from %s to %s (infeasible ones left out)</text>\n",
+            bytes, sa_time, time_unit ? " " : "", time_unit ? time_unit : "", n_budgets, blo, bhi);
 
     /* grid, ticks and tick labels */
     fputs("<g stroke=\"#e0e0e0\" stroke-width=\"1\">\n", o);
@@ -1193,22 +1210,28 @@ static void write_sweep_svg(FILE *o, const char *file, sweep_line *ln, int n_lin
                "predicted time / store-all time</text>\n",
             L - 50, (T + B) / 2, L - 50, (T + B) / 2);
 
-    /* one path per policy with a feasible budget, its points ordered by peak, then markers */
-    for (p = 0; p < n_lines; p++) {
-        const char *name = ckpt_policy_name(ln[p].policy), *col = SWEEP_COLOURS[ln[p].policy];
-        if (!ln[p].n) continue;
+    /* one path per policy with a feasible budget, its points ordered by peak, then markers; the
+       wide lines first */
+    for (i = 0; i < 2 * n_lines; i++) {
+        const char *name, *col;
+        int wide;
+        p = i % n_lines;
+        wide = SWEEP_STYLE[ln[p].policy].width > 2;
+        if (!ln[p].n || wide != (i < n_lines)) continue;
+        name = ckpt_policy_name(ln[p].policy);
+        col = SWEEP_STYLE[ln[p].policy].colour;
         qsort(ln[p].pt, (size_t)ln[p].n, sizeof *ln[p].pt, cmp_point_peak);
-        fprintf(o, "<path data-policy=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
-                   "stroke-linejoin=\"round\" d=\"",
-                name, col);
-        for (i = 0; i < ln[p].n; i++)
-            fprintf(o, "%s%.2f %.2f", i ? " L" : "M", SX((double)ln[p].pt[i].peak / (double)sa_peak),
-                    SY(ln[p].pt[i].time / sa_time));
+        fprintf(o, "<path data-policy=\"%s\" fill=\"none\" ", name);
+        svg_stroke(o, ln[p].policy);
+        fputs(" stroke-linejoin=\"round\" d=\"", o);
+        for (q = 0; q < ln[p].n; q++)
+            fprintf(o, "%s%.2f %.2f", q ? " L" : "M", SX((double)ln[p].pt[q].peak / (double)sa_peak),
+                    SY(ln[p].pt[q].time / sa_time));
         fputs("\"/>\n", o);
         fprintf(o, "<g fill=\"%s\">\n", col);
-        for (i = 0; i < ln[p].n; i++)
-            fprintf(o, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\"/>\n",
-                    SX((double)ln[p].pt[i].peak / (double)sa_peak), SY(ln[p].pt[i].time / sa_time));
+        for (q = 0; q < ln[p].n; q++)
+            fprintf(o, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%s\"/>\n", SX((double)ln[p].pt[q].peak / (double)sa_peak),
+                    SY(ln[p].pt[q].time / sa_time), wide ? "3.5" : "2.5");
         fputs("</g>\n", o);
     }
 
@@ -1216,11 +1239,11 @@ static void write_sweep_svg(FILE *o, const char *file, sweep_line *ln, int n_lin
     for (p = 0; p < n_lines; p++) {
         double y = T + 10 + 22 * p;
         const char *name = ckpt_policy_name(ln[p].policy);
-        if (ln[p].n)
-            fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>\n"
-                       "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
-                    R + 20, y, R + 44, y, SWEEP_COLOURS[ln[p].policy], R + 50, y + 4, name);
-        else
+        if (ln[p].n) {
+            fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" ", R + 20, y, R + 50, y);
+            svg_stroke(o, ln[p].policy);
+            fprintf(o, "/>\n<text x=\"%.0f\" y=\"%.0f\">%s</text>\n", R + 58, y + 4, name);
+        } else
             fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#888\">%s: no feasible budget</text>\n", R + 20,
                     y + 4, name);
     }
