@@ -7,6 +7,7 @@
        ckpt-plan [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]
                  [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]
                  [--time-unit s|ms|us] [--json] FILE.csv
+       ckpt-plan --sweep PREFIX [--points N] [--k K] [--bandwidth BYTES_PER_S] [...] FILE.csv
 
    The offload policy also moves boundaries and tapes to pinned host memory over a link of
    --bandwidth bytes per second each way (--bandwidth-h2d for a different host-to-device speed),
@@ -46,9 +47,26 @@
    ["P", i], ["W", i], ["OT", i], ["PT", i], ["WT", i]; each "stage_plan" entry has "tape_option",
    the option of the tape its backward consumed (0 on a stage without options).
 
-   Exit status: 0 the plan is feasible; 3 the budget is infeasible (stderr names the smallest
+   Sweep: --sweep PREFIX plans every policy (store-all, every-k, sqrt, greedy, optimal, and offload
+   when --bandwidth is given: without a link it would plan what optimal does) for N budgets
+   (--points, 2 to 1000, default 40) spread evenly from the smallest feasible budget of any policy
+   to store-all's peak (repeats dropped), and writes two files. PREFIX.csv has a header and one
+   row per feasible (policy, budget), grouped by policy in the order above, budgets ascending:
+       policy,budget,peak,peak_ratio,time,time_ratio,arena,k,recomputed,host_peak
+   peak_ratio is peak / store-all's peak, time_ratio time / store-all's time; k is every-k's k
+   (0 for the others; --k fixes it, default the best that fits), recomputed the F operations
+   beyond each stage's first, host_peak offload's pinned host bytes. Infeasible budgets have no
+   row. PREFIX.svg (no dependency: plain SVG 1.1) plots time_ratio against peak_ratio, one <path
+   data-policy="NAME"> per policy with a feasible budget through its points ordered by peak, with
+   a legend, labelled axes and the input file in the title. A PREFIX ending in .csv or .svg loses
+   that ending. stdout gets a summary: the budgets, each policy's feasible count and smallest
+   feasible budget, and the files written. --policy and --budget are ignored (a warning);
+   --json is an error.
+
+   Exit status: 0 the plan is feasible (--sweep: both files written); 3 the budget is infeasible (stderr names the smallest
    feasible budget); 2 bad input or usage (stderr names the file, line and problem; also a chain
-   too long for the chosen policy); 1 an internal or library failure. */
+   too long for the chosen policy, and a --sweep file that cannot be created); 1 an internal or
+   library failure (also a failed write). */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
@@ -1412,6 +1430,7 @@ static void usage(FILE *o) {
             "usage: %s [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]\n"
             "                 [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]\n"
             "                 [--time-unit s|ms|us] [--json] FILE.csv\n"
+            "       %s --sweep PREFIX [--points N] [--k K] [--bandwidth BYTES_PER_S] [...] FILE.csv\n"
             "\n"
             "Plans activation checkpointing for a chain of stages (ckpt.h's planner).\n"
             "\n"
@@ -1425,6 +1444,11 @@ static void usage(FILE *o) {
             "  --host-budget BYTES  offload: pinned host bytes allowed (default: no cap)\n"
             "  --time-unit U  the unit of the CSV times for --bandwidth: s (default), ms or us\n"
             "  --json         print one JSON object instead of the summary and table\n"
+            "  --sweep PREFIX plan every policy (offload only with --bandwidth) for N budgets from\n"
+            "                 the smallest feasible to store-all's peak; write PREFIX.csv (one row\n"
+            "                 per feasible policy and budget) and PREFIX.svg (time / store-all\n"
+            "                 against peak / store-all, one line per policy)\n"
+            "  --points N     --sweep: the number of budgets, 2 to 1000 (default 40)\n"
             "  --help         print this help\n"
             "\n"
             "FILE.csv ('-' for standard input) has a header line naming the columns\n"
@@ -1438,7 +1462,7 @@ static void usage(FILE *o) {
             "\n"
             "Exit status: 0 feasible, 3 the budget is infeasible, 2 bad input or usage,\n"
             "1 internal error.\n",
-            PROG);
+            PROG, PROG);
 }
 
 static int usage_error(const char *fmt, ...) {
