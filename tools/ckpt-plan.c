@@ -63,10 +63,10 @@
    feasible budget, and the files written. --policy and --budget are ignored (a warning);
    --json is an error.
 
-   Exit status: 0 the plan is feasible (--sweep: both files written); 3 the budget is infeasible (stderr names the smallest
-   feasible budget); 2 bad input or usage (stderr names the file, line and problem; also a chain
-   too long for the chosen policy, and a --sweep file that cannot be created); 1 an internal or
-   library failure (also a failed write). */
+   Exit status: 0 the plan is feasible (--sweep: both files written); 3 the budget is infeasible
+   (stderr names the smallest feasible budget); 2 bad input or usage (stderr names the file, line
+   and problem; also a chain too long for the chosen policy, and a --sweep file that cannot be
+   created); 1 an internal or library failure (also a failed write). */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
@@ -1589,9 +1589,11 @@ int main(int argc, char **argv) {
                                show(sweep, b, sizeof b), show(sweep, b, sizeof b));
         if (json) return usage_error("--sweep writes files; it does not combine with --json");
         if (policy_arg || budget_given)
-            fprintf(stderr, "%s: warning: --sweep plans every policy over a range of budgets; --policy and --budget are ignored\n", PROG);
+            fprintf(stderr, "%s: warning: --sweep plans every policy over a range of budgets; "
+                            "--policy and --budget are ignored\n", PROG);
         if ((bandwidth_h2d > 0 || host_budget) && !(bandwidth > 0))
-            fprintf(stderr, "%s: warning: --bandwidth-h2d and --host-budget are for policy offload, which --sweep plans only with --bandwidth; ignored\n", PROG);
+            fprintf(stderr, "%s: warning: --bandwidth-h2d and --host-budget are for policy offload, which "
+                            "--sweep plans only with --bandwidth; ignored\n", PROG);
         rc = load_model(path, &m);
         if (!rc) {
             char *pre = (char *)xmalloc(l + 1);
