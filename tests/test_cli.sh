@@ -723,5 +723,120 @@ badcase "fractional tape_bytes_2" "$OH\\n$ROW,10,1,2.5,1\\n" "$B:2:" "column tap
 badcase "negative tape_bytes_1" "$OH\\n$ROW,-10,1,,\\n" "$B:2:" "column tape_bytes_1"
 
 # ---------------------------------------------------------------------------------------------
+# --sweep PREFIX: every policy over a range of budgets, as PREFIX.csv and PREFIX.svg.
+cat >"$TMP/sweep.py" <<'PYEOF'
+import csv, sys
+import xml.etree.ElementTree as ET
+prefix, want_policies = sys.argv[1], sys.argv[2].split(',')
+NS = '{http://www.w3.org/2000/svg}'
+with open(prefix + '.csv', newline='') as fh:
+    rows = list(csv.DictReader(fh))
+assert rows, 'no rows'
+assert list(rows[0].keys()) == ['policy', 'budget', 'peak', 'peak_ratio', 'time', 'time_ratio',
+                                'arena', 'k', 'recomputed', 'host_peak'], list(rows[0].keys())
+sa_peak = max(int(r['budget']) for r in rows)
+for r in rows:
+    assert r['policy'] in want_policies, r
+    b, p, a = int(r['budget']), int(r['peak']), int(r['arena'])
+    assert p <= b and p <= a <= b, r
+    assert abs(float(r['peak_ratio']) - p / sa_peak) < 1e-12, r
+    assert float(r['time_ratio']) >= 1 - 1e-9, r
+sa = [r for r in rows if r['policy'] == 'store-all' and int(r['budget']) == sa_peak]
+assert len(sa) == 1 and float(sa[0]['peak_ratio']) == 1 and float(sa[0]['time_ratio']) == 1, sa
+feasible = sorted({r['policy'] for r in rows})
+root = ET.parse(prefix + '.svg').getroot()
+assert root.tag == NS + 'svg', root.tag
+paths = [e.get('data-policy') for e in root.iter(NS + 'path')]
+assert sorted(paths) == feasible, (paths, feasible)
+texts = ' '.join(''.join(e.itertext()) for e in root.iter(NS + 'text'))
+for want in ['peak / store-all peak', 'predicted time / store-all time'] + want_policies:
+    assert want in texts, want
+print(len(rows), 'rows,', len(paths), 'paths:', ' '.join(paths))
+PYEOF
+# sweep DESC PREFIX POLICIES: the files of the last --sweep run pass sweep.py
+sweep() {
+    local msg
+    if msg=$("$PY" "$TMP/sweep.py" "$2" "$3" 2>&1); then pass "$1"; else fail "$1" "$(echo "$msg" | tail -3 | tr '\n' ' ')"; fi
+}
+POL5=store-all,every-k,sqrt,greedy,optimal
+mkdir -p "$TMP/sweep"
+run --sweep "$TMP/sweep/gpt2" --points 6 "$GPT"
+expect_rc "--sweep gpt2_mlp.csv: exit 0" 0
+err_empty "--sweep gpt2_mlp.csv: nothing on stderr"
+out_has "--sweep gpt2_mlp.csv: names the files" "wrote $TMP/sweep/gpt2.csv"
+out_has "--sweep gpt2_mlp.csv: 6 budgets" "6 budgets from"
+sweep "--sweep gpt2_mlp.csv: CSV rows valid, SVG parses, one path per feasible policy" "$TMP/sweep/gpt2" "$POL5"
+if grep -q '^offload,' "$TMP/sweep/gpt2.csv"; then fail "--sweep without --bandwidth: no offload rows"; else pass "--sweep without --bandwidth: no offload rows"; fi
+# The lowest budget is optimal's smallest feasible one, and optimal's row there is what --budget plans.
+run --json --budget 1 "$GPT"
+lo=$("$PY" -c "import json; print(json.load(open('$TMP/out'))['min_budget'])")
+row=$(grep "^optimal,$lo," "$TMP/sweep/gpt2.csv")
+run --json --budget "$lo" "$GPT"
+jexpr "--sweep gpt2_mlp.csv: optimal's row at its min_budget $lo matches --budget $lo" "$GPT" \
+    "'$row'.split(',')[2] == str(j['peak']) and abs(float('$row'.split(',')[4]) - j['time']) < 1e-9 * j['time']"
+
+run --sweep "$TMP/sweep/four.svg" --points 2 "$FOUR"
+expect_rc "--sweep four.csv --points 2 (prefix four.svg): exit 0" 0
+if [ -s "$TMP/sweep/four.csv" ] && [ -s "$TMP/sweep/four.svg" ] && [ ! -e "$TMP/sweep/four.svg.csv" ]; then
+    pass "--sweep PREFIX.svg: writes PREFIX.csv and PREFIX.svg"
+else
+    fail "--sweep PREFIX.svg: writes PREFIX.csv and PREFIX.svg"
+fi
+sweep "--sweep four.csv --points 2: CSV and SVG valid" "$TMP/sweep/four" "$POL5"
+if [ "$(grep -c '^optimal,' "$TMP/sweep/four.csv")" = 2 ] && grep -q '^optimal,12800,' "$TMP/sweep/four.csv" &&
+    grep -q '^optimal,30720,' "$TMP/sweep/four.csv"; then
+    pass "--sweep four.csv --points 2: optimal at 12800 and 30720"
+else
+    fail "--sweep four.csv --points 2: optimal at 12800 and 30720" "$(grep '^optimal' "$TMP/sweep/four.csv" | tr '\n' ' ')"
+fi
+
+if [ -r "$EX/offload.csv" ]; then
+    run --sweep "$TMP/sweep/off" --points 5 --bandwidth 25e9 --time-unit ms "$EX/offload.csv"
+    expect_rc "--sweep offload.csv --bandwidth: exit 0" 0
+    err_empty "--sweep offload.csv --bandwidth: nothing on stderr"
+    sweep "--sweep offload.csv --bandwidth: six policies, offload included" "$TMP/sweep/off" "$POL5,offload"
+fi
+
+# A file name that needs escaping in XML lands in the title, escaped.
+ODD="$TMP/sweep/a&b<c>\"d'.csv"
+cp "$FOUR" "$ODD"
+run --sweep "$TMP/sweep/odd" --points 3 "$ODD"
+expect_rc "--sweep on a file named with & < > \" ': exit 0" 0
+sweep "--sweep on a file named with & < > \" ': SVG parses" "$TMP/sweep/odd" "$POL5"
+if "$PY" -c "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); sys.exit(not any(sys.argv[2] in ''.join(t.itertext()) for t in r.iter('{http://www.w3.org/2000/svg}text')))" \
+    "$TMP/sweep/odd.svg" "$ODD"; then
+    pass "--sweep: the title holds the file name unchanged"
+else
+    fail "--sweep: the title holds the file name unchanged"
+fi
+
+# Bad --sweep and --points: exit 2 with a message, no files.
+for pts in 0 1 1001 abc -3 ""; do
+    run --sweep "$TMP/sweep/bad" --points "$pts" "$FOUR"
+    expect_rc "--points '$pts': exit 2" 2
+    err_has "--points '$pts': the message names --points" "--points"
+done
+run --sweep "$TMP/sweep/bad" "$FOUR" --points
+expect_rc "--points without a value: exit 2" 2
+run --sweep "$TMP/no/such/dir/x" "$FOUR"
+expect_rc "--sweep into a missing directory: exit 2" 2
+err_has "--sweep into a missing directory: cannot write" "cannot write '$TMP/no/such/dir/x.csv'"
+run --sweep "" "$FOUR"
+expect_rc "--sweep '': exit 2" 2
+err_has "--sweep '': says the prefix is empty" "empty file prefix"
+run --sweep "$TMP/sweep/" "$FOUR"
+expect_rc "--sweep DIR/: exit 2" 2
+err_has "--sweep DIR/: asks for a file prefix" "names a directory"
+run "$FOUR" --sweep
+expect_rc "--sweep without a value: exit 2" 2
+err_has "--sweep without a value: says so" "--sweep needs a value"
+run --sweep "$TMP/sweep/bad" --json "$FOUR"
+expect_rc "--sweep with --json: exit 2" 2
+if ls "$TMP/sweep" | grep -q '^bad'; then fail "bad --sweep runs write no files" "$(ls "$TMP/sweep" | tr '\n' ' ')"; else pass "bad --sweep runs write no files"; fi
+run --points 5 "$FOUR"
+expect_rc "--points without --sweep: exit 0" 0
+err_has "--points without --sweep: warns it is ignored" "--points is for --sweep"
+
+# ---------------------------------------------------------------------------------------------
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

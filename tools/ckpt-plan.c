@@ -7,6 +7,7 @@
        ckpt-plan [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]
                  [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]
                  [--time-unit s|ms|us] [--json] FILE.csv
+       ckpt-plan --sweep PREFIX [--points N] [--k K] [--bandwidth BYTES_PER_S] [...] FILE.csv
 
    The offload policy also moves boundaries and tapes to pinned host memory over a link of
    --bandwidth bytes per second each way (--bandwidth-h2d for a different host-to-device speed),
@@ -46,9 +47,26 @@
    ["P", i], ["W", i], ["OT", i], ["PT", i], ["WT", i]; each "stage_plan" entry has "tape_option",
    the option of the tape its backward consumed (0 on a stage without options).
 
-   Exit status: 0 the plan is feasible; 3 the budget is infeasible (stderr names the smallest
-   feasible budget); 2 bad input or usage (stderr names the file, line and problem; also a chain
-   too long for the chosen policy); 1 an internal or library failure. */
+   Sweep: --sweep PREFIX plans every policy (store-all, every-k, sqrt, greedy, optimal, and offload
+   when --bandwidth is given: without a link it would plan what optimal does) for N budgets
+   (--points, 2 to 1000, default 40) spread evenly from the smallest feasible budget of any policy
+   to store-all's peak (repeats dropped), and writes two files. PREFIX.csv has a header and one
+   row per feasible (policy, budget), grouped by policy in the order above, budgets ascending:
+       policy,budget,peak,peak_ratio,time,time_ratio,arena,k,recomputed,host_peak
+   peak_ratio is peak / store-all's peak, time_ratio time / store-all's time; k is every-k's k
+   (0 for the others; --k fixes it, default the best that fits), recomputed the F operations
+   beyond each stage's first, host_peak offload's pinned host bytes. Infeasible budgets have no
+   row. PREFIX.svg (no dependency: plain SVG 1.1) plots time_ratio against peak_ratio, one <path
+   data-policy="NAME"> per policy with a feasible budget through its points ordered by peak, with
+   a legend, labelled axes and the input file in the title. A PREFIX ending in .csv or .svg loses
+   that ending. stdout gets a summary: the budgets, each policy's feasible count and smallest
+   feasible budget, and the files written. --policy and --budget are ignored (a warning);
+   --json is an error.
+
+   Exit status: 0 the plan is feasible (--sweep: both files written); 3 the budget is infeasible
+   (stderr names the smallest feasible budget); 2 bad input or usage (stderr names the file, line
+   and problem; also a chain too long for the chosen policy, and a --sweep file that cannot be
+   created); 1 an internal or library failure (also a failed write). */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
@@ -1028,6 +1046,382 @@ static void capture_log(const char *tag, ckpt_log_level level, ckpt_result item,
     if (level == CKPT_LOG_ERROR && message) snprintf(g_libmsg, sizeof g_libmsg, "%s", message);
 }
 
+/* Prints why planning failed (other than infeasibility) and returns the exit status. */
+static int plan_failure(const char *file, ckpt_result r) {
+    int input_fault = r == CKPT_ERR_BAD_TIME || r == CKPT_ERR_BAD_FLAGS ||
+                      r == CKPT_ERR_SIZE_OVERFLOW || r == CKPT_ERR_BAD_K ||
+                      r == CKPT_ERR_NO_STAGES || r == CKPT_ERR_TOO_MANY_STAGES ||
+                      r == CKPT_ERR_BAD_POLICY ||
+                      r == CKPT_ERR_TOO_COMPLEX; /* the library names a policy that works */
+    fprintf(stderr, "%s: %s: planning failed: %s (%s)%s%s\n", PROG, file,
+            ckpt_result_description(r), ckpt_result_string(r), g_libmsg[0] ? ": " : "", g_libmsg);
+    return input_fault ? EXIT_USAGE : EXIT_INTERNAL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+   --sweep: every policy over a range of budgets, written as PREFIX.csv and PREFIX.svg. */
+
+#define SWEEP_MAX_POINTS 1000
+#define SWEEP_DEFAULT_POINTS 40
+
+typedef struct sweep_point {
+    uint64_t budget, peak, arena, host_peak;
+    double time;
+    int k, n_recomputed;
+} sweep_point;
+
+typedef struct sweep_line {
+    ckpt_policy policy;
+    uint64_t min_budget;   /* 0: no budget is feasible */
+    int n;                 /* feasible points, in budget order */
+    sweep_point *pt;
+} sweep_line;
+
+/* Fixed per policy (indexed by ckpt_policy): colour, line width and dashes. optimal and offload
+   are drawn first and wide, the heuristics narrow and dashed on top, so that lines that coincide
+   stay visible. */
+static const struct { const char *colour, *dash; double width; } SWEEP_STYLE[CKPT_POLICY_COUNT_] = {
+    {"#1f77b4", NULL, 5},      /* optimal: blue */
+    {"#555555", NULL, 2},      /* store-all: grey */
+    {"#2ca02c", "7 4", 2},     /* every-k: green */
+    {"#ff7f0e", "2 3", 2},     /* sqrt: orange */
+    {"#9467bd", "9 3 2 3", 2}, /* greedy: purple */
+    {"#d62728", NULL, 5},      /* offload: red */
+};
+
+static void svg_stroke(FILE *o, ckpt_policy p) {
+    fprintf(o, "stroke=\"%s\" stroke-width=\"%g\"", SWEEP_STYLE[p].colour, SWEEP_STYLE[p].width);
+    if (SWEEP_STYLE[p].width > 2) fputs(" stroke-opacity=\"0.55\"", o);
+    if (SWEEP_STYLE[p].dash) fprintf(o, " stroke-dasharray=\"%s\"", SWEEP_STYLE[p].dash);
+}
+
+/* "2.9 GiB", "120 B". */
+static void fmt_bytes_short(uint64_t v, char *buf, size_t bufsz) {
+    char *paren;
+    fmt_bytes(v, buf, bufsz);
+    paren = strchr(buf, '(');
+    if (paren) {
+        memmove(buf, paren + 1, strlen(paren + 1) + 1);
+        buf[strlen(buf) - 1] = '\0';
+    }
+}
+
+/* Text for XML: & < > " escaped, control characters as '?', and every byte above 0x7f as '?'
+   unless the whole string is valid UTF-8. */
+static void xml_text(FILE *o, const char *s) {
+    int utf8 = utf8_valid((const unsigned char *)s);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '&') fputs("&amp;", o);
+        else if (c == '<') fputs("&lt;", o);
+        else if (c == '>') fputs("&gt;", o);
+        else if (c == '"') fputs("&quot;", o);
+        else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8)) fputc('?', o);
+        else fputc(c, o);
+    }
+}
+
+/* A round tick step for about five ticks over span (> 0). */
+static double nice_step(double span) {
+    double raw = span / 5, mag = pow(10, floor(log10(raw))), norm = raw / mag;
+    return (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag;
+}
+
+/* Axis range [*lo, *hi] of round ticks covering [vmin, vmax]; returns the step. */
+static double axis_range(double vmin, double vmax, double *lo, double *hi) {
+    double span = vmax - vmin, step;
+    if (!(span > 1e-9 * fabs(vmax))) span = vmax > 0 ? 0.1 * vmax : 1;
+    step = nice_step(span);
+    *lo = floor(vmin / step + 1e-9) * step;
+    *hi = ceil(vmax / step - 1e-9) * step;
+    if (*hi <= *lo) *hi = *lo + step;
+    return step;
+}
+
+static int tick_decimals(double step) {
+    int d = (int)-floor(log10(step) + 1e-9);
+    return d > 0 ? d : 0;
+}
+
+static int write_sweep_csv(FILE *o, const sweep_line *ln, int n_lines, uint64_t sa_peak, double sa_time) {
+    int p, i;
+    fputs("policy,budget,peak,peak_ratio,time,time_ratio,arena,k,recomputed,host_peak\n", o);
+    for (p = 0; p < n_lines; p++) {
+        for (i = 0; i < ln[p].n; i++) {
+            const sweep_point *q = &ln[p].pt[i];
+            char t[40], pr[40], tr[40];
+            fmt_double(q->time, t, sizeof t);
+            fmt_double((double)q->peak / (double)sa_peak, pr, sizeof pr);
+            fmt_double(q->time / sa_time, tr, sizeof tr);
+            fprintf(o, "%s,%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%" PRIu64 ",%d,%d,%" PRIu64 "\n",
+                    ckpt_policy_name(ln[p].policy), q->budget, q->peak, pr, t, tr, q->arena, q->k,
+                    q->n_recomputed, q->host_peak);
+        }
+    }
+    return 0;
+}
+
+static int cmp_point_peak(const void *a, const void *b) {
+    const sweep_point *x = (const sweep_point *)a, *y = (const sweep_point *)b;
+    if (x->peak != y->peak) return x->peak < y->peak ? -1 : 1;
+    if (x->time != y->time) return x->time < y->time ? -1 : 1;
+    return x->budget < y->budget ? -1 : x->budget > y->budget;
+}
+
+static void write_sweep_svg(FILE *o, const char *file, sweep_line *ln, int n_lines, uint64_t sa_peak,
+                            double sa_time, const char *time_unit, uint64_t b_lo, uint64_t b_hi, int n_budgets) {
+    /* Canvas 800 x 500; the plot area leaves room for the title, the axes and the legend. */
+    const double W = 800, H = 500, L = 80, R = 620, T = 70, B = 430, PAD = 8;
+    double xmin = 1, xmax = 1, ymin = 1, ymax = 1, x0, x1, y0, y1, xs, ys, v;
+    int p, i, q, xd, yd;
+    char bytes[64], blo[64], bhi[64];
+
+    for (p = 0; p < n_lines; p++)
+        for (i = 0; i < ln[p].n; i++) {
+            double xr = (double)ln[p].pt[i].peak / (double)sa_peak, yr = ln[p].pt[i].time / sa_time;
+            if (xr < xmin) xmin = xr;
+            if (xr > xmax) xmax = xr;
+            if (yr < ymin) ymin = yr;
+            if (yr > ymax) ymax = yr;
+        }
+    xs = axis_range(xmin, xmax, &x0, &x1);
+    ys = axis_range(ymin, ymax, &y0, &y1);
+    xd = tick_decimals(xs);
+    yd = tick_decimals(ys);
+#define SX(x) (L + PAD + ((x) - x0) / (x1 - x0) * (R - L - 2 * PAD))
+#define SY(y) (B - PAD - ((y) - y0) / (y1 - y0) * (B - T - 2 * PAD))
+
+    fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+               "font-family=\"sans-serif\" font-size=\"12\">\n",
+            W, H, W, H);
+    fprintf(o, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", W, H);
+    fputs("<text x=\"400\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">ckpt-plan --sweep ", o);
+    xml_text(o, file);
+    fputs("</text>\n", o);
+    fmt_bytes_short(sa_peak, bytes, sizeof bytes);
+    fmt_bytes_short(b_lo, blo, sizeof blo);
+    fmt_bytes_short(b_hi, bhi, sizeof bhi);
+    fprintf(o, "<text x=\"400\" y=\"44\" text-anchor=\"middle\" fill=\"#444\">store-all: peak %s, time %.4g%s%s; "
+               "%d budgets from %s to %s (infeasible ones left out)</text>\n",
+            bytes, sa_time, time_unit ? " " : "", time_unit ? time_unit : "", n_budgets, blo, bhi);
+
+    /* grid, ticks and tick labels */
+    fputs("<g stroke=\"#e0e0e0\" stroke-width=\"1\">\n", o);
+    for (v = x0; v <= x1 + xs * 1e-6; v += xs)
+        fprintf(o, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n", SX(v), T, SX(v), B);
+    for (v = y0; v <= y1 + ys * 1e-6; v += ys)
+        fprintf(o, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n", L, SY(v), R, SY(v));
+    fputs("</g>\n<g fill=\"#222\">\n", o);
+    for (v = x0; v <= x1 + xs * 1e-6; v += xs)
+        fprintf(o, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%.*f</text>\n", SX(v), B + 16, xd,
+                fabs(v) < xs * 1e-6 ? 0.0 : v);
+    for (v = y0; v <= y1 + ys * 1e-6; v += ys)
+        fprintf(o, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\">%.*f</text>\n", L - 6, SY(v) + 4, yd,
+                fabs(v) < ys * 1e-6 ? 0.0 : v);
+    fputs("</g>\n", o);
+    fprintf(o, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#222\"/>\n", L, T,
+            R - L, B - T);
+    fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">peak / store-all peak</text>\n", (L + R) / 2,
+            B + 40);
+    fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\" transform=\"rotate(-90 %.0f %.0f)\">"
+               "predicted time / store-all time</text>\n",
+            L - 50, (T + B) / 2, L - 50, (T + B) / 2);
+
+    /* one path per policy with a feasible budget, its points ordered by peak, then markers; the
+       wide lines first */
+    for (i = 0; i < 2 * n_lines; i++) {
+        const char *name, *col;
+        int wide;
+        p = i % n_lines;
+        wide = SWEEP_STYLE[ln[p].policy].width > 2;
+        if (!ln[p].n || wide != (i < n_lines)) continue;
+        name = ckpt_policy_name(ln[p].policy);
+        col = SWEEP_STYLE[ln[p].policy].colour;
+        qsort(ln[p].pt, (size_t)ln[p].n, sizeof *ln[p].pt, cmp_point_peak);
+        fprintf(o, "<path data-policy=\"%s\" fill=\"none\" ", name);
+        svg_stroke(o, ln[p].policy);
+        fputs(" stroke-linejoin=\"round\" d=\"", o);
+        for (q = 0; q < ln[p].n; q++)
+            fprintf(o, "%s%.2f %.2f", q ? " L" : "M", SX((double)ln[p].pt[q].peak / (double)sa_peak),
+                    SY(ln[p].pt[q].time / sa_time));
+        fputs("\"/>\n", o);
+        fprintf(o, "<g fill=\"%s\">\n", col);
+        for (q = 0; q < ln[p].n; q++)
+            fprintf(o, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%s\"/>\n", SX((double)ln[p].pt[q].peak / (double)sa_peak),
+                    SY(ln[p].pt[q].time / sa_time), wide ? "3.5" : "2.5");
+        fputs("</g>\n", o);
+    }
+
+    /* legend */
+    for (p = 0; p < n_lines; p++) {
+        double y = T + 10 + 22 * p;
+        const char *name = ckpt_policy_name(ln[p].policy);
+        if (ln[p].n) {
+            fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" ", R + 20, y, R + 50, y);
+            svg_stroke(o, ln[p].policy);
+            fprintf(o, "/>\n<text x=\"%.0f\" y=\"%.0f\">%s</text>\n", R + 58, y + 4, name);
+        } else
+            fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#888\">%s: no feasible budget</text>\n", R + 20,
+                    y + 4, name);
+    }
+    fputs("</svg>\n", o);
+#undef SX
+#undef SY
+}
+
+/* Opens PREFIX + ext for writing; NULL after a message. */
+static FILE *open_out(const char *prefix, const char *ext, char **name) {
+    size_t l = strlen(prefix);
+    FILE *f;
+    *name = (char *)xmalloc(l + strlen(ext) + 1);
+    memcpy(*name, prefix, l);
+    strcpy(*name + l, ext);
+    errno = 0;
+    f = fopen(*name, "wb");
+    if (!f) fprintf(stderr, "%s: cannot write '%s': %s\n", PROG, *name, errno ? strerror(errno) : "unknown error");
+    return f;
+}
+
+/* Closes f; 0 after a message when something failed to write. */
+static int close_out(FILE *f, const char *name) {
+    int bad = ferror(f) != 0;
+    if (fclose(f) != 0) bad = 1;
+    if (bad) fprintf(stderr, "%s: error writing '%s'\n", PROG, name);
+    return !bad;
+}
+
+static int run_sweep(const model *m, const char *file, const char *prefix, int n_points, const ckpt_plan_desc *base,
+                     const char *time_unit) {
+    static const ckpt_policy order[] = {CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
+                                        CKPT_POLICY_GREEDY,    CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD};
+    sweep_line ln[sizeof order / sizeof order[0]];
+    int n_lines = 0, n_budgets = 0, p, j, rc = EXIT_OK;
+    uint64_t *budgets = NULL, lo = UINT64_MAX, hi, sa_peak;
+    double sa_time;
+    ckpt_plan_desc pd = *base;
+    ckpt_plan_info info;
+    ckpt_plan *plan = NULL;
+    ckpt_result r;
+    FILE *f;
+    char *csv_name = NULL, *svg_name = NULL;
+
+    /* store-all's figures: the top of the range and the denominators of the ratios */
+    pd.policy = CKPT_POLICY_STORE_ALL;
+    pd.budget = 0;
+    r = ckpt_plan_create(m->costs, m->n, &pd, &plan, &info);
+    ckpt_plan_destroy(plan);
+    plan = NULL;
+    if (r != CKPT_OK) return plan_failure(file, r);
+    hi = sa_peak = info.store_all_peak;
+    sa_time = info.store_all_time;
+    if (sa_peak == 0 || !(sa_time > 0)) {
+        fprintf(stderr, "%s: %s: --sweep: store-all's %s is 0, so there is nothing to sweep\n", PROG, file,
+                sa_peak == 0 ? "peak" : "time");
+        return EXIT_USAGE;
+    }
+
+    /* each policy's smallest feasible budget (planning for 1 byte reports it) */
+    for (p = 0; p < (int)(sizeof order / sizeof order[0]); p++) {
+        if (order[p] == CKPT_POLICY_OFFLOAD && !(base->bandwidth > 0)) continue; /* no link: offload is optimal */
+        memset(&ln[n_lines], 0, sizeof ln[n_lines]);
+        ln[n_lines].policy = order[p];
+        pd.policy = order[p];
+        pd.k = order[p] == CKPT_POLICY_EVERY_K ? base->k : 0;
+        pd.budget = 1;
+        g_libmsg[0] = '\0';
+        r = ckpt_plan_create(m->costs, m->n, &pd, &plan, &info);
+        ckpt_plan_destroy(plan);
+        plan = NULL;
+        if (r == CKPT_OK) info.min_budget = 1;
+        else if (r != CKPT_ERR_INFEASIBLE) {
+            fprintf(stderr, "%s: --sweep: policy %s\n", PROG, ckpt_policy_name(order[p]));
+            return plan_failure(file, r);
+        }
+        ln[n_lines].min_budget = info.min_budget == UINT64_MAX ? 0 : info.min_budget;
+        if (ln[n_lines].min_budget && ln[n_lines].min_budget < lo) lo = ln[n_lines].min_budget;
+        n_lines++;
+    }
+    if (lo > hi) lo = hi;
+
+    /* n_points budgets spread evenly from lo to hi, repeats dropped */
+    budgets = (uint64_t *)xmalloc((size_t)n_points * sizeof *budgets);
+    for (j = 0; j < n_points; j++) {
+        uint64_t b = j == n_points - 1 ? hi : lo + (uint64_t)((double)(hi - lo) * j / (n_points - 1));
+        if (b > hi) b = hi;
+        if (!n_budgets || b > budgets[n_budgets - 1]) budgets[n_budgets++] = b;
+    }
+
+    for (p = 0; p < n_lines; p++) {
+        ln[p].pt = (sweep_point *)xmalloc((size_t)n_budgets * sizeof *ln[p].pt);
+        pd.policy = ln[p].policy;
+        pd.k = ln[p].policy == CKPT_POLICY_EVERY_K ? base->k : 0;
+        for (j = 0; j < n_budgets && rc == EXIT_OK; j++) {
+            pd.budget = budgets[j];
+            g_libmsg[0] = '\0';
+            r = ckpt_plan_create(m->costs, m->n, &pd, &plan, &info);
+            if (r == CKPT_OK) {
+                sweep_point *q = &ln[p].pt[ln[p].n++];
+                q->budget = budgets[j];
+                q->peak = info.peak;
+                q->arena = info.arena;
+                q->host_peak = info.host_peak;
+                q->time = info.time;
+                q->k = ln[p].policy == CKPT_POLICY_EVERY_K ? info.k : 0;
+                q->n_recomputed = info.n_recomputed;
+                if (info.peak > budgets[j] || info.arena > budgets[j])
+                    fprintf(stderr, "%s: warning: policy %s at budget %" PRIu64 " plans peak %" PRIu64
+                                    ", arena %" PRIu64 ", over the budget\n",
+                            PROG, ckpt_policy_name(ln[p].policy), budgets[j], info.peak, info.arena);
+            } else if (r != CKPT_ERR_INFEASIBLE) {
+                fprintf(stderr, "%s: --sweep: policy %s, budget %" PRIu64 "\n", PROG,
+                        ckpt_policy_name(ln[p].policy), budgets[j]);
+                rc = plan_failure(file, r);
+            }
+            ckpt_plan_destroy(plan);
+            plan = NULL;
+        }
+    }
+
+    if (rc == EXIT_OK && (f = open_out(prefix, ".csv", &csv_name)) != NULL) {
+        write_sweep_csv(f, ln, n_lines, sa_peak, sa_time);
+        if (!close_out(f, csv_name)) rc = EXIT_INTERNAL;
+    } else if (rc == EXIT_OK) {
+        rc = EXIT_USAGE;
+    }
+    if (rc == EXIT_OK && (f = open_out(prefix, ".svg", &svg_name)) != NULL) {
+        write_sweep_svg(f, file, ln, n_lines, sa_peak, sa_time, base->bandwidth > 0 ? time_unit : NULL, lo, hi,
+                        n_budgets);
+        if (!close_out(f, svg_name)) rc = EXIT_INTERNAL;
+    } else if (rc == EXIT_OK) {
+        rc = EXIT_USAGE;
+    }
+
+    if (rc == EXIT_OK) {
+        int rows = 0;
+        char b1[64], b2[64];
+        fmt_bytes(lo, b1, sizeof b1);
+        fmt_bytes(hi, b2, sizeof b2);
+        printf("%s: %d budgets from %s to %s (store-all's peak)\n", file, n_budgets, b1, b2);
+        for (p = 0; p < n_lines; p++) {
+            rows += ln[p].n;
+            printf("  %-10s %3d feasible", ckpt_policy_name(ln[p].policy), ln[p].n);
+            if (ln[p].min_budget) {
+                fmt_bytes(ln[p].min_budget, b1, sizeof b1);
+                printf(", smallest feasible budget %s\n", b1);
+            } else {
+                printf(", no budget is feasible\n");
+            }
+        }
+        printf("wrote %s (%d rows) and %s\n", csv_name, rows, svg_name);
+    }
+    for (p = 0; p < n_lines; p++) free(ln[p].pt);
+    free(budgets);
+    free(csv_name);
+    free(svg_name);
+    return rc;
+}
+
 /* ---------------------------------------------------------------------------------------------
    main */
 
@@ -1036,6 +1430,7 @@ static void usage(FILE *o) {
             "usage: %s [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]\n"
             "                 [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]\n"
             "                 [--time-unit s|ms|us] [--json] FILE.csv\n"
+            "       %s --sweep PREFIX [--points N] [--k K] [--bandwidth BYTES_PER_S] [...] FILE.csv\n"
             "\n"
             "Plans activation checkpointing for a chain of stages (ckpt.h's planner).\n"
             "\n"
@@ -1049,6 +1444,11 @@ static void usage(FILE *o) {
             "  --host-budget BYTES  offload: pinned host bytes allowed (default: no cap)\n"
             "  --time-unit U  the unit of the CSV times for --bandwidth: s (default), ms or us\n"
             "  --json         print one JSON object instead of the summary and table\n"
+            "  --sweep PREFIX plan every policy (offload only with --bandwidth) for N budgets from\n"
+            "                 the smallest feasible to store-all's peak; write PREFIX.csv (one row\n"
+            "                 per feasible policy and budget) and PREFIX.svg (time / store-all\n"
+            "                 against peak / store-all, one line per policy)\n"
+            "  --points N     --sweep: the number of budgets, 2 to 1000 (default 40)\n"
             "  --help         print this help\n"
             "\n"
             "FILE.csv ('-' for standard input) has a header line naming the columns\n"
@@ -1062,7 +1462,7 @@ static void usage(FILE *o) {
             "\n"
             "Exit status: 0 feasible, 3 the budget is infeasible, 2 bad input or usage,\n"
             "1 internal error.\n",
-            PROG);
+            PROG, PROG);
 }
 
 static int usage_error(const char *fmt, ...) {
@@ -1100,8 +1500,8 @@ int main(int argc, char **argv) {
     int k = 0, k_given = 0, json = 0, budget_given = 0, i, rc;
     uint64_t budget = 0, host_budget = 0;
     double bandwidth = 0, bandwidth_h2d = 0, per_unit = 1;
-    const char *time_unit = "s";
-    int opts_done = 0;
+    const char *time_unit = "s", *sweep = NULL;
+    int opts_done = 0, points = SWEEP_DEFAULT_POINTS, points_given = 0;
     model m;
     ckpt_plan_desc pd;
     ckpt_plan *plan = NULL;
@@ -1147,6 +1547,17 @@ int main(int argc, char **argv) {
                 if (missing) return usage_error("option --host-budget needs a value");
                 if (!parse_budget(val, &host_budget))
                     return usage_error("--host-budget: '%s' is not a byte count", val);
+            } else if (take_value(argc, argv, &i, "--sweep", &val, &missing)) {
+                if (missing) return usage_error("option --sweep needs a value (a file prefix)");
+                sweep = val;
+            } else if (take_value(argc, argv, &i, "--points", &val, &missing)) {
+                if (missing) return usage_error("option --points needs a value");
+                if (!parse_int_arg(val, &points) || points < 2 || points > SWEEP_MAX_POINTS) {
+                    char b[64];
+                    return usage_error("--points: '%s' is not an integer from 2 to %d", show(val, b, sizeof b),
+                                       SWEEP_MAX_POINTS);
+                }
+                points_given = 1;
             } else if (take_value(argc, argv, &i, "--time-unit", &val, &missing)) {
                 if (missing) return usage_error("option --time-unit needs a value");
                 if (strcmp(val, "s") == 0) { per_unit = 1; time_unit = "s"; }
@@ -1169,6 +1580,43 @@ int main(int argc, char **argv) {
         }
     }
     if (!path) return usage_error("no input file");
+    if (sweep) {
+        char b[64];
+        size_t l = strlen(sweep);
+        if (l == 0) return usage_error("--sweep: empty file prefix");
+        if (sweep[l - 1] == '/')
+            return usage_error("--sweep: '%s' names a directory; give a file prefix such as '%ssweep'",
+                               show(sweep, b, sizeof b), show(sweep, b, sizeof b));
+        if (json) return usage_error("--sweep writes files; it does not combine with --json");
+        if (policy_arg || budget_given)
+            fprintf(stderr, "%s: warning: --sweep plans every policy over a range of budgets; "
+                            "--policy and --budget are ignored\n", PROG);
+        if ((bandwidth_h2d > 0 || host_budget) && !(bandwidth > 0))
+            fprintf(stderr, "%s: warning: --bandwidth-h2d and --host-budget are for policy offload, which "
+                            "--sweep plans only with --bandwidth; ignored\n", PROG);
+        rc = load_model(path, &m);
+        if (!rc) {
+            char *pre = (char *)xmalloc(l + 1);
+            memcpy(pre, sweep, l + 1);
+            if (l > 4 && (strcmp(pre + l - 4, ".csv") == 0 || strcmp(pre + l - 4, ".svg") == 0))
+                pre[l - 4] = '\0'; /* "--sweep out.svg" writes out.csv and out.svg */
+            memset(&pd, 0, sizeof pd);
+            pd.k = k;
+            pd.bandwidth = bandwidth * per_unit;
+            pd.bandwidth_h2d = bandwidth > 0 ? bandwidth_h2d * per_unit : 0;
+            pd.host_budget = bandwidth > 0 ? host_budget : 0;
+            pd.logger.fn = capture_log;
+            rc = run_sweep(&m, strcmp(path, "-") == 0 ? "<stdin>" : path, pre, points, &pd, time_unit);
+            free(pre);
+        }
+        free_model(&m);
+        if (!rc && (fflush(stdout) != 0 || ferror(stdout))) {
+            fprintf(stderr, "%s: error writing the output\n", PROG);
+            return EXIT_INTERNAL;
+        }
+        return rc;
+    }
+    if (points_given) fprintf(stderr, "%s: warning: --points is for --sweep; ignored\n", PROG);
     if ((bandwidth > 0 || bandwidth_h2d > 0 || host_budget) && policy != CKPT_POLICY_OFFLOAD)
         fprintf(stderr, "%s: warning: --bandwidth, --bandwidth-h2d and --host-budget are for policy offload; ignored\n", PROG);
     if (policy == CKPT_POLICY_OFFLOAD && !(bandwidth > 0))
@@ -1233,15 +1681,8 @@ int main(int argc, char **argv) {
         return EXIT_INFEASIBLE;
     }
     if (r != CKPT_OK) {
-        int input_fault = r == CKPT_ERR_BAD_TIME || r == CKPT_ERR_BAD_FLAGS ||
-                          r == CKPT_ERR_SIZE_OVERFLOW || r == CKPT_ERR_BAD_K ||
-                          r == CKPT_ERR_NO_STAGES || r == CKPT_ERR_TOO_MANY_STAGES ||
-                          r == CKPT_ERR_BAD_POLICY ||
-                          r == CKPT_ERR_TOO_COMPLEX; /* the library names a policy that works */
-        fprintf(stderr, "%s: %s: planning failed: %s (%s)%s%s\n", PROG, res.file,
-                ckpt_result_description(r), ckpt_result_string(r), g_libmsg[0] ? ": " : "", g_libmsg);
         free_model(&m);
-        return input_fault ? EXIT_USAGE : EXIT_INTERNAL;
+        return plan_failure(res.file, r);
     }
 
     res.feasible = 1;
