@@ -273,14 +273,18 @@ static uint64_t checksum_ref(const unsigned char *p, size_t n) {
     return h;
 }
 static void checksum(void) {
-    static unsigned char buf[3 * 4096 + 123];
-    static const size_t sizes[] = {0, 1, 7, 4095, 4096, 4097, 8192, 3 * 4096 + 123};
+    static unsigned char buf[9 * 4096 + 123];   /* up to two groups of four whole chunks, and a tail */
+    static const size_t sizes[] = {0, 1, 7, 4095, 4096, 4097, 8192, 3 * 4096 + 123, 4 * 4096 - 1, 4 * 4096,
+                                   4 * 4096 + 1, 5 * 4096 + 9, 8 * 4096, 9 * 4096 + 123};
     ckpt_backend be;
     size_t i;
     uint64_t a, b;
     for (i = 0; i < sizeof buf; i++) buf[i] = (unsigned char)(i * 131u + (i >> 7));
     for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        CHECK(ckpt_checksum(buf, sizes[i]) == checksum_ref(buf, sizes[i]), "checksum of %zu bytes", sizes[i]);
+        CHECK(ckpt_checksum(buf, sizes[i]) == checksum_ref(buf, sizes[i]) &&
+              ckpt_checksum(buf + 3, sizes[i] - (sizes[i] > 3 ? 3 : sizes[i])) ==
+                  checksum_ref(buf + 3, sizes[i] - (sizes[i] > 3 ? 3 : sizes[i])),
+              "checksum of %zu bytes", sizes[i]);
     CHECK(ckpt_checksum(buf, 0) != ckpt_checksum(buf, 1), "length not mixed in");
     a = ckpt_checksum(buf, sizeof buf);
     buf[5000] ^= 1;
