@@ -303,9 +303,10 @@
    Cost: a checksum pass over X[i] and T[i] of every first forward (X[n] aside) and over X[i],
    and T[i] when compared, of every recomputation; each waits for the compute stream (the host
    reads the sum); 20 bytes of host memory per stage and lane, allocated at ckpt_chain_create. On
-   the CPU backend the checksum is FNV-1a one byte at a time (about 1.3 ns a byte): on
-   examples/mlp_cpu it made store-all's steps 49% slower and an optimal plan's at 0.4 of the
-   memory 30% (bench/RESULTS.md). Use it to find a stage at fault, not in every run.
+   the CPU backend the checksum runs FNV-1a over four chunks at once (about 0.35 ns a byte): on
+   examples/mlp_cpu it made store-all's steps about 21% slower and an optimal plan's at 0.4 of
+   the memory about 11% (noisy medians, bench/RESULTS.md). Use it to find a stage at fault, not
+   in every run.
    Needs the backend's checksum (CPU, CUDA and HIP have it) and no graphs: either lack is
    CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create.
 
