@@ -698,6 +698,7 @@ typedef struct Config {
     int stream;                 /* parameter streaming: parameters and gradients in pinned host memory */
     int no_options;             /* --no-options: declare no tape option (option 0 only, as before) */
     int graphs;                 /* --graphs: ckpt_chain_desc.graphs (CUDA graphs of both sweeps) */
+    int device;                 /* the CUDA device (0; examples/mlp_nccl.cu opens one per rank) */
     float p_drop, lr;
     double budget_frac;
     double bandwidth_gbs;       /* > 0: an offload run, planned for a link of this many GB/s each way */
@@ -801,9 +802,11 @@ static void session_open(Session *ss, const Config *cfg, const char *prog)
     ckpt_result r = ckpt_cuda_device_count(&count);     /* before any CUDA call that needs a device */
     if (r == CKPT_ERR_NO_DEVICE) exit_no_gpu(prog, r);
     CHECK(r);
+    CHECK(CU(cudaSetDevice(cfg->device)));     /* the stream, the models and cuBLAS live there */
     CHECK(CU(cudaStreamCreate(&ss->stream)));
     ckpt_cuda_desc cd;
     memset(&cd, 0, sizeof cd);
+    cd.device = cfg->device;
     cd.stream = ss->stream;
     cd.logger.fn = ckpt_log_stderr;
     r = ckpt_cuda_backend_create(&cd, &ss->be);
