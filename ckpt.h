@@ -2991,13 +2991,13 @@ static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_op
         int64_t mid = a + (hi - a) / 2;
         if (cur[mid] <= best) hi = mid; else a = mid + 1;
     }
-    r1 = o->s1 ? _ckpt_row(D, o->s1, o->t1, o->f1) - o1 : zeros - lo;   /* r1[m]: row 1 at m - o1 */
-    r2 = o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2) : zeros - lo;
+    r1 = o->s1 ? _ckpt_row(D, o->s1, o->t1, o->f1) : NULL;
+    r2 = o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2) : NULL;
     for (a = lo; a < hi; a = e) {
         e = (a / _CKPT_SUM_STEP + 1) * _CKPT_SUM_STEP;
         if (e > hi) e = hi;
         if ((o->c + (s1 ? s1[_ckpt_sum_k(D, e - 1 - o1)] : 0.0)) + (s2 ? s2[_ckpt_sum_k(D, e - 1)] : 0.0) < cur[a])
-            _ckpt_min_sum(cur + a, r1 + a, r2 + a, o->c, e - a);
+            _ckpt_min_sum(cur + a, r1 ? r1 + (a - o1) : zeros, r2 ? r2 + a : zeros, o->c, e - a);
     }
 }
 
