@@ -932,14 +932,16 @@ typedef enum ckpt_guarantee {
                                          stay until their segment is back-propagated) and, up to
                                          64 stages, schedules that drop the input of a kept tape
                                          and, up to 20 stages, drop a checkpoint after its last
-                                         read, recomputing either later (>>planner: persistent
-                                         dynamic program). Up to 20 stages it found the optimum
-                                         over all schedules in 99.9% of random chains without
-                                         no-checkpoint flags and 96.7% with
-                                         (tests/test_planner_match.c); with tape options (an
-                                         option per kept tape) in all 785 chains without flags
-                                         and 98.1% of 215 with, in a run of 1000 cases of 3 to
-                                         8 stages. When `unit` does not
+                                         read, recomputing either later, or make a boundary
+                                         again from an earlier one where the next stage has
+                                         CKPT_STAGE_NO_CHECKPOINT (>>planner: persistent
+                                         dynamic program). On random chains of 3 to 10 stages
+                                         it found the optimum over all schedules in 99.9%
+                                         without no-checkpoint flags and 99.6% with, and the
+                                         smallest peak in all (tests/test_planner_match.c);
+                                         with tape options (an option per kept tape) in all
+                                         1000 cases of 3 to 8 stages, 192 of them with flags.
+                                         When `unit` does not
                                          divide every size and max_units was 0, also no slower
                                          than greedy and every-k */
 } ckpt_guarantee;
@@ -2420,6 +2422,16 @@ done:
    are rotor's persistent class; (d)-(f) drop a checkpoint or the input of a kept tape once read
    and recompute it later, which is what the optimum over all schedules does on most chains
    where persistent schedules fall short.
+   With no-checkpoint flags the optimum instead makes a fresh copy of a boundary X[q] whose
+   stage q+1 forbids a checkpoint, recomputing it from a live X[s-1] after F(q+1) consumed the
+   first, so that F(q+1) can run again. For that, on chains with flags (and Drops in a window
+   of 3 there, when a flagged stage is near):
+     Keep(s,t,k) as Drop, but X[s-1] stays live to its end;
+     (e) with j = s - 1 in Seg and Drop: Keep(s,t,k), then their last sub-problem;
+     (h) in Drop and Keep: F(s..q), the sweep of an option (c)-(e) of (q+1,t) that consumes
+         X[q], X[q] made again (from X[s-1], or in a run of flagged stages from the fresh X[q-1])
+         where the peak is least, then that option's sub-problems, the second from the fresh
+         X[q] (details at _ckpt_dp_options).
    Every F that keeps a tape ((a), (b), (d), and (f) when it keeps T[s] for its caller) is one
    option per tape option; a sub-problem that starts with a tape live (T[t] when k = 1, T[s + w]
    when a Drop keeps one) carries that tape's option in its family. F without tape runs the
@@ -2430,23 +2442,29 @@ done:
 typedef struct _ckpt_fp { double t; uint64_t p; } _ckpt_fp;
 
 /* One option of a sub-problem: ops before, sub-problem 1 (its peak shifted by o1: what stays
-   live under it), sub-problem 2, ops after. Time (c + time1) + time2; peak the largest of floor
-   (the ops'), o1 + peak1 and peak2. A sub-problem is (s, t, family): family 2q + k, q = 1 for
-   Drop; s1 = 0 or s2 = 0: none. */
+   live under it), sub-problem 2 (shifted by o2), ops after. Time (c + time1) + time2; peak the
+   largest of floor (the ops'), o1 + peak1 and o2 + peak2. A sub-problem is (s, t, family id):
+   see _CKPT_FID; s1 = 0 or s2 = 0: none. */
 typedef struct _ckpt_opt {
-    char kind;              /* 'a'..'f' */
+    char kind;              /* 'a'..'h' */
+    char ik;                /* (h): the kind of the option whose sweep it runs */
+    char m;                 /* (h): q - q0 */
+    char rt;                /* (h): 1 + the tape option its last F keeps; 0: no tape */
     int j;                  /* the split of (c), (d), (e) */
     double c;
-    uint64_t floor, o1;
+    uint64_t floor, o1, o2;
     int s1, t1, f1, s2, t2, f2;
     int opt;                /* the tape option of the tape its own F keeps */
+    short d0, rp;           /* (h): q0 - s + 1; the op of the sweep its last refresh follows */
 } _ckpt_opt;
 
-/* Seg(s,t,k) is family k; Drop(s,t,k) ending at G[s + w] (w = 0.._CKPT_DROP_WINDOW), with T[s + w]
-   kept when ke = 1, is family _CKPT_DROP(w, ke, k). */
-#define _CKPT_DROP_WINDOW 2
+/* Seg(s,t,k) is family k; Drop(s,t,k) ending at G[s + w] (w = 0..2, 0..3 on chains with
+   no-checkpoint flags: _ckpt_dp.win), with T[s + w] kept when ke = 1, is family
+   _CKPT_DROP(w, ke, k); Keep(s,t,k) likewise _CKPT_KEEP(w, ke, k). */
+#define _CKPT_DROP_WINDOW 3
 #define _CKPT_DROP(w, ke, k) (2 + 4 * (w) + 2 * (ke) + (k))
-#define _CKPT_FAMILIES (2 + 4 * (_CKPT_DROP_WINDOW + 1))
+#define _CKPT_KEEP(w, ke, k) (_CKPT_DROP(w, ke, k) + 4 * (_CKPT_DROP_WINDOW + 1))
+#define _CKPT_FAMILIES (2 + 8 * (_CKPT_DROP_WINDOW + 1))
 /* With tape options a family id also carries the option of T[t] (ok, when k = 1) and of the tape
    a Drop keeps (oke, when ke = 1). */
 #define _CKPT_FID(f, ok, oke) ((f) + _CKPT_FAMILIES * ((ok) + CKPT_MAX_TAPE_OPTIONS * (oke)))
@@ -2537,6 +2555,7 @@ typedef struct _ckpt_dp {
     int64_t *fs[_CKPT_FIDS];        /* frontier start in pool, per (s,t) */
     int32_t *fl[_CKPT_FIDS];        /* frontier length */
     int level, nfam;                /* options (a)-(c); + (d); + Drop */
+    int flagged, win;               /* a stage has CKPT_STAGE_NO_CHECKPOINT; the largest Drop window */
     int fam[_CKPT_FIDS];            /* the nfam family ids in use, in the order they are computed */
     int slot[_CKPT_FIDS];           /* family id -> its index in fam (the dense table's) */
     _ckpt_opt *opts;                /* the options of one sub-problem */
@@ -2545,14 +2564,19 @@ typedef struct _ckpt_dp {
     double work, work_limit;        /* points merged so far, and the allowance */
 } _ckpt_dp;
 
-/* The family ids of a level, for at most M tape options per stage, into list (may be NULL) in
-   the order a (s,t) computes them: k = 1 first, as option (d) of a k = 0 family reads the same
-   (s,t) with k = 1. Returns how many. */
-static int _ckpt_dp_families(int level, int M, int *list) {
-    int nb = level == 0 ? 1 : level == 1 ? 2 : _CKPT_FAMILIES, n = 0, k, f, ok, oke;
+/* The family ids of a level, for at most M tape options per stage, on a chain with
+   no-checkpoint flags or without (flagged: Keep, and Drops to w = 3), into list (may be NULL)
+   in the order a (s,t) computes them: k = 1 first, as option (d) of a k = 0 family reads the
+   same (s,t) with k = 1; Keep, Drop, then Seg, as (e) with j = s - 1 reads Keep(s,t). Returns
+   how many. */
+static int _ckpt_dp_families(int level, int M, int flagged, int *list) {
+    int n = 0, k, f, i, ok, oke, win = flagged ? 3 : 2;
     for (k = 1; k >= 0; k--)
-        for (f = k; f < nb; f += 2) {
-            int ke = f >= 2 && ((f - 2) >> 1) & 1;
+        for (i = 0; i <= 2 * (_CKPT_DROP_WINDOW + 1) * 2; i++) {
+            int ke = i & 1, w = (i >> 1) % (_CKPT_DROP_WINDOW + 1), keep = i < 2 * (_CKPT_DROP_WINDOW + 1);
+            if (i == 4 * (_CKPT_DROP_WINDOW + 1)) { f = k; ke = 0; }     /* Seg last */
+            else f = keep ? _CKPT_KEEP(w, ke, k) : _CKPT_DROP(w, ke, k);
+            if (level == 0 ? f != 0 : level == 1 ? f >= 2 : f >= 2 && (w > win || (keep && !flagged))) continue;
             for (oke = 0; oke < (ke ? M : 1); oke++)
                 for (ok = 0; ok < (k ? M : 1); ok++) {
                     if (list) list[n] = _CKPT_FID(f, ok, oke);
@@ -2649,23 +2673,53 @@ static uint64_t _ckpt_dp_c3(const _ckpt_dp *d, int s, uint64_t tape) {   /* B(s)
     return _ckpt_dp_x(d, s) + tape + d->A[s] + _ckpt_dp_x(d, s) + d->WB[s];
 }
 static int _ckpt_dp_ckpt_ok(const _ckpt_dp *d, int s) { return !(d->c[s - 1].flags & CKPT_STAGE_NO_CHECKPOINT); }
+/* A stage in s+1..s+w+1 (up to t) forbids a checkpoint: Drop(s,t) and Keep(s,t) in window w
+   may refresh ((h)). */
+static int _ckpt_dp_near(const _ckpt_dp *d, int s, int t, int w) {
+    int i;
+    for (i = s + 1; i <= s + w + 1 && i <= t; i++) if (!_ckpt_dp_ckpt_ok(d, i)) return 1;
+    return 0;
+}
+static int _ckpt_flagged(const ckpt_cost *c, int n) {
+    int i;
+    for (i = 0; i < n; i++) if (c[i].flags & CKPT_STAGE_NO_CHECKPOINT) return 1;
+    return 0;
+}
 
-/* The options of sub-problem (s,t) in family f into d->opts; returns how many. */
-static int _ckpt_dp_options(const _ckpt_dp *d, int s, int t, int f) {
+/* A family id's parts: k, the window w (-1: Seg), ke, keep (1: Keep), and the tape options. */
+static void _ckpt_fam(int f, int *k, int *w, int *ke, int *keep, int *ok, int *oke) {
+    int b = f % _CKPT_FAMILIES, c = b - 2 - 4 * (_CKPT_DROP_WINDOW + 1);
+    *ok = f / _CKPT_FAMILIES % CKPT_MAX_TAPE_OPTIONS;
+    *oke = f / (_CKPT_FAMILIES * CKPT_MAX_TAPE_OPTIONS);
+    *k = b & 1;
+    *keep = c >= 0;
+    if (c < 0) c = b - 2;
+    *w = b >= 2 ? c >> 2 : -1;
+    *ke = b >= 2 ? (c >> 1) & 1 : 0;
+}
+
+/* The options of sub-problem (s,t) in family f into op; returns how many. inner: only (c), (d)
+   and (e), with stage s's flag and the budget ignored (the sweeps (h) runs). */
+static int _ckpt_dp_gen(const _ckpt_dp *d, _ckpt_opt *op, int s, int t, int f, int inner) {
     const ckpt_cost *cs = &d->c[s - 1];
-    int b = f % _CKPT_FAMILIES, ok = f / _CKPT_FAMILIES % CKPT_MAX_TAPE_OPTIONS;
-    int oke = f / (_CKPT_FAMILIES * CKPT_MAX_TAPE_OPTIONS);
-    int k = b & 1, w = b >= 2 ? (b - 2) >> 2 : -1, ke = b >= 2 ? ((b - 2) >> 1) & 1 : 0, r = s + w, no = 0;
+    int k, w, ke, keep, ok, oke, r, no = 0;
     int j, w2, k2, o, o2;
     double fsum = 0.0;  /* f_s + ... + f_j, summed in this order so that equal rows get equal sums (>>repeats) */
-    uint64_t x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t), e;
-    _ckpt_opt *op = d->opts, *p;
+    uint64_t x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t), e, lim = inner ? UINT64_MAX : d->budget;
+    _ckpt_opt *p;
 #define _CKPT_OPT(K, J, C, FLOOR) (memset(&op[no], 0, sizeof op[no]), op[no].kind = (K), op[no].j = (J), \
                                    op[no].c = (C), op[no].floor = (FLOOR), &op[no++])
 #define _CKPT_SUB(n_, S, T_, F) (p->s##n_ = (S), p->t##n_ = (T_), p->f##n_ = (F))
+/* the family of a Drop's or Keep's last sub-problem, in its own window */
+#define _CKPT_LAST(W, KE, K2) (keep ? _CKPT_KEEP(W, KE, K2) : _CKPT_DROP(W, KE, K2))
+    _ckpt_fam(f, &k, &w, &ke, &keep, &ok, &oke);
+    r = s + w;
     if (w >= 0 && r >= t) return 0;
     if ((k && ok > d->c[t - 1].n_options) || (ke && oke > d->c[r - 1].n_options)) return 0;
     e = k ? _ckpt_dp_to(d, t, ok) : 0;
+    if (keep && !_ckpt_dp_ckpt_ok(d, s)) return 0;  /* its caller runs F(s) again */
+    if ((keep || w > 2) && !_ckpt_dp_near(d, s, t, w)) return 0;   /* there only for (h) */
+    if (inner) goto splits;
     if (s == t) {   /* (a); with k = 1, T[s] is live in option ok */
         for (o = k ? ok : 0; o <= (k ? ok : cs->n_options); o++) {
             uint64_t to = _ckpt_dp_to(d, s, o), pb = x + g + to + x + d->WB[s], pf = _ckpt_dp_c1(d, s, s, to);
@@ -2680,6 +2734,25 @@ static int _ckpt_dp_options(const _ckpt_dp *d, int s, int t, int f) {
             p = _CKPT_OPT('b', 0, cs->f + _ckpt_bwd_of(cs, o), c1 > c3 ? c1 : c3);
             _CKPT_SUB(1, s + 1, t, _CKPT_FID(k, ok, 0)); p->o1 = x + to; p->opt = o;
         }
+    } else if (keep) {   /* F(s..j,0) keeping X[j]; Drop(j+1,t,k) ending at G[r]; or F(s..r) keeping X[r]
+                            (and T[r] when ke); Seg(r+1,t,k) */
+        for (j = s; j <= r; j++) {
+            uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)] + g + e;
+            fsum += d->c[j - 1].f;
+            if (j < r) {
+                p = _CKPT_OPT('c', j, fsum, sw);
+                _CKPT_SUB(1, j + 1, t, _CKPT_FID(_CKPT_DROP(r - j - 1, ke, k), ok, oke)); p->o1 = x;
+            } else if (!ke) {
+                p = _CKPT_OPT('c', j, fsum, sw);
+                _CKPT_SUB(1, j + 1, t, _CKPT_FID(k, ok, 0)); p->o1 = x;
+            } else {    /* F(r) keeps T[r]: (d) with j = r - 1 */
+                uint64_t to = _ckpt_dp_to(d, r, oke), f1 = x + (r > s ? d->A[r - 1] : 0) + d->A[r] + to + d->WF[r];
+                uint64_t sw1 = r > s ? d->sweep[_CKPT_IDX(d, s, r - 1)] : 0;
+                p = _CKPT_OPT('d', r - 1, fsum, (sw1 > f1 ? sw1 : f1) + g + e);
+                _CKPT_SUB(1, r + 1, t, _CKPT_FID(k, ok, 0)); p->o1 = x + to; p->opt = oke;
+            }
+        }
+        fsum = 0.0;
     } else if (r == s && ke) {   /* (f), keeping T[s] in the family's option */
         p = _CKPT_OPT('g', 0, cs->f, _ckpt_dp_c1(d, s, t, _ckpt_dp_to(d, s, oke)) + e);
         _CKPT_SUB(1, s + 1, t, _CKPT_FID(k, ok, 0)); p->o1 = _ckpt_dp_to(d, s, oke); p->opt = oke;
@@ -2688,35 +2761,147 @@ static int _ckpt_dp_options(const _ckpt_dp *d, int s, int t, int f) {
         _CKPT_SUB(1, s + 1, t, r == s ? _CKPT_FID(k, ok, 0) : _CKPT_FID(_CKPT_DROP(w - 1, ke, k), ok, oke));
     }
     if (!_ckpt_dp_ckpt_ok(d, s)) return no;
+splits:
     for (j = s; j < t; j++) {
         uint64_t sw0 = d->sweep[_CKPT_IDX(d, s, j)], sw = sw0 + g + e;
-        if (sw > d->budget) break;
+        if (sw > lim) break;
         fsum += d->c[j - 1].f;
         if (w < 0 || j > r) {   /* (c) */
             p = _CKPT_OPT('c', j, fsum, sw);
             _CKPT_SUB(1, j + 1, t, _CKPT_FID(k, ok, 0)); p->o1 = x;
-            _CKPT_SUB(2, s, j, w < 0 ? 0 : _CKPT_FID(_CKPT_DROP(w, ke, 0), 0, oke));
+            _CKPT_SUB(2, s, j, w < 0 ? 0 : _CKPT_FID(_CKPT_LAST(w, ke, 0), 0, oke));
         }
         if (d->level >= 1 && (j + 1 < t || !k) && j + 1 > r)   /* (d), F(j+1) keeping its tape in option o */
             for (o = 0; o <= d->c[j].n_options; o++) {
                 uint64_t to = _ckpt_dp_to(d, j + 1, o), f1 = x + d->A[j] + d->A[j + 1] + to + d->WF[j + 1];
                 uint64_t sw2 = (f1 > sw0 ? f1 : sw0) + g + e;
-                if (sw2 > d->budget) continue;
+                if (sw2 > lim) continue;
                 p = _CKPT_OPT('d', j, fsum + d->c[j].f, sw2);
                 p->opt = o;
                 if (j + 1 < t) { _CKPT_SUB(1, j + 2, t, _CKPT_FID(k, ok, 0)); p->o1 = x + to; }
-                _CKPT_SUB(2, s, j + 1, w < 0 ? _CKPT_FID(1, o, 0) : _CKPT_FID(_CKPT_DROP(w, ke, 1), o, oke));
+                _CKPT_SUB(2, s, j + 1, w < 0 ? _CKPT_FID(1, o, 0) : _CKPT_FID(_CKPT_LAST(w, ke, 1), o, oke));
             }
-        for (w2 = 0; d->level >= 2 && w2 <= _CKPT_DROP_WINDOW && j + 1 + w2 < t; w2++)   /* (e) */
+        for (w2 = 0; d->level >= 2 && w2 <= d->win && j + 1 + w2 < t; w2++)   /* (e) */
             for (k2 = 0; k2 < 2 && j + 1 + w2 > r; k2++)
                 for (o2 = 0; o2 <= (k2 ? d->c[j + w2].n_options : 0); o2++) {
                     p = _CKPT_OPT('e', j, fsum, sw);
                     _CKPT_SUB(1, j + 1, t, _CKPT_FID(_CKPT_DROP(w2, k2, k), ok, o2)); p->o1 = x;
-                    _CKPT_SUB(2, s, j + 1 + w2, w < 0 ? _CKPT_FID(k2, o2, 0) : _CKPT_FID(_CKPT_DROP(w, ke, k2), o2, oke));
+                    _CKPT_SUB(2, s, j + 1 + w2, w < 0 ? _CKPT_FID(k2, o2, 0) : _CKPT_FID(_CKPT_LAST(w, ke, k2), o2, oke));
                 }
     }
+#undef _CKPT_LAST
 #undef _CKPT_SUB
 #undef _CKPT_OPT
+    return no;
+}
+
+/* The options (h) of Drop(s,t) or Keep(s,t) (family f) that refresh X[q0], ..., X[q] (see
+   _ckpt_dp_options) into op; returns how many. */
+static int _ckpt_dp_refresh(const _ckpt_dp *d, _ckpt_opt *op, int s, int t, int f, int q0, int q) {
+    int k, w, ke, keep, ok, oke, i, j, n2, tk, a, b, fi;
+    uint64_t x = _ckpt_dp_x(d, s), ge, base, before, after, kt, fl, rc = 0, v, term[34], rm[34];
+    double f0 = 0.0, cc, cr;
+    if (t - q > 32) return 0;   /* (Drops run only on chains of at most 20 stages) */
+    _ckpt_fam(f, &k, &w, &ke, &keep, &ok, &oke);
+    ge = _ckpt_dp_g(d, t) + (k ? _ckpt_dp_to(d, t, ok) : 0);
+    tk = q == s + w && ke;      /* the last refresh keeps the family's T[q] */
+    kt = tk ? _ckpt_dp_to(d, q, oke) : 0;
+    base = keep ? x : 0;        /* Keep holds X[s-1] to its end */
+    fl = d->sweep[_CKPT_IDX(d, s, q0)] + ge;   /* F(s..q0) */
+    for (i = s; i <= q0; i++) f0 += d->c[i - 1].f;
+    cc = f0;
+    /* F(i+1) consumes X[i]; X[i] again: F(s..q0) from X[s-1], else F(i) from the fresh X[i-1] */
+    for (i = q0; i < q; i++) {
+        uint64_t held = i == q0 ? x : base + d->A[i - 1];
+        v = held + d->A[i] + d->A[i + 1] + d->TS[i + 1] + d->WF[i + 1] + ge;
+        if (v > fl) fl = v;
+        v = i == q0 ? d->A[i + 1] + d->sweep[_CKPT_IDX(d, s, q0)] : held + d->A[i + 1] + d->A[i] + d->TS[i] + d->WF[i];
+        if (v + ge > fl) fl = v + ge;
+        cc = (cc + d->c[i].f) + (i == q0 ? f0 : d->c[i - 1].f);
+    }
+    before = q == q0 ? x : base + d->A[q - 1];     /* held besides the sweep until the last refresh */
+    after = base + d->A[q] + kt;                   /* and after it */
+    if (q == q0) {              /* the last refresh: F(s..q) from X[s-1] */
+        for (i = s; i <= q; i++) {
+            v = (i > s ? d->A[i - 1] : 0) + d->A[i] + (i == q && tk ? kt : d->TS[i]) + d->WF[i];
+            if (v > rc) rc = v;
+        }
+        cr = f0;
+    } else {                    /* F(q) from X[q-1] */
+        rc = d->A[q] + (tk ? kt : d->TS[q]) + d->WF[q];
+        cr = d->c[q - 1].f;
+    }
+    for (i = q + 1; i < t; i++) term[i - q] = d->A[i - 1] + d->A[i] + d->TS[i] + d->WF[i] + ge;   /* F(i) */
+    fi = q == s + w ? _CKPT_FID(k, ok, 0) : _CKPT_FID(_CKPT_DROP(s + w - q - 1, ke, k), ok, oke);   /* (f)'s, at (q+1,t) */
+    n2 = _ckpt_dp_gen(d, op, q + 1, t, fi, 1);
+    for (a = 0; a < n2; a++) {
+        _ckpt_opt *p = &op[a];
+        int last = p->kind == 'd' ? p->j + 1 : p->j, rp, best = p->j;
+        uint64_t dt = 0, dk = 0, bf = UINT64_MAX, pre = 0;
+        j = p->j;
+        if (p->kind == 'd') {   /* F(j+1) keeping its tape; what stays after it */
+            uint64_t to = _ckpt_dp_to(d, j + 1, p->opt);
+            dt = d->A[j] + d->A[j + 1] + to + d->WF[j + 1] + ge;
+            dk = (j + 1 < t ? d->A[j + 1] : 0) + to;
+        }
+        rm[j - q + 1] = 0;      /* rm[i - q]: the largest term of F(i..j) */
+        for (b = j; b > q; b--) rm[b - q] = term[b - q] > rm[b - q + 1] ? term[b - q] : rm[b - q + 1];
+        for (rp = q + 1; rp <= last; rp++) {   /* the last refresh right after the op at rp */
+            uint64_t fr;
+            if (rp <= j && term[rp - q] > pre) pre = term[rp - q];
+            fr = before + (rp <= j ? pre : pre > dt ? pre : dt);
+            v = before + (rp <= j ? d->A[rp] : dk) + rc + ge;
+            if (v > fr) fr = v;
+            if (rp < j && after + rm[rp - q + 1] > fr) fr = after + rm[rp - q + 1];
+            if (rp <= j && p->kind == 'd' && after + dt > fr) fr = after + dt;
+            if (fr <= bf) { bf = fr; best = rp; }
+        }
+        p->ik = p->kind;
+        p->kind = 'h';
+        p->m = (char)(q - q0);
+        p->d0 = (short)(q0 - s + 1);
+        p->rp = (short)best;
+        p->rt = (char)(tk ? 1 + oke : 0);
+        p->c = (cc + p->c) + cr;
+        p->floor = fl > bf ? fl : bf;
+        if (p->s1) p->o1 += base + kt;
+        p->o2 = base + kt;
+    }
+    return n2;
+}
+
+/* The options of sub-problem (s,t) in family f into d->opts; returns how many. On chains with
+   no-checkpoint flags, also:
+     (e) with j = s - 1 in Seg and Drop: Keep(s,t) first (when it can refresh, below);
+     (h) in Drop and Keep, where stages q0+1..q+1 forbid a checkpoint (s <= q0 <= q <= s + w):
+         F(s..q0,0); then for i = q0..q-1, F(i+1,0), which consumes X[i], and X[i] again:
+         F(s..q0,0) from X[s-1] for i = q0, F(i,0) from the fresh X[i-1] after, which that
+         frees; then the sweep of an option (c), (d) or (e) of (q+1,t) (in the family (f)
+         would reach), which consumes X[q], with X[q] made again (as X[i] above, the last F
+         keeping T[q] when the family keeps it) right after the op of the sweep where the
+         peak is least; then that option's sub-problems, the second from the fresh X[q].
+         Drop frees X[s-1] once the first X[q] is made again; Keep holds it to its end.
+   Both run only at level 2 (chains of at most _CKPT_DP_DROP_STAGES stages). */
+static int _ckpt_dp_options(const _ckpt_dp *d, int s, int t, int f) {
+    _ckpt_opt *op = d->opts, *p;
+    int no = _ckpt_dp_gen(d, op, s, t, f, 0), k, w, ke, keep, ok, oke, w2, k2, o2, q0, q;
+    if (!no || !d->flagged || d->level < 2 || s == t || !_ckpt_dp_ckpt_ok(d, s)) return no;
+    _ckpt_fam(f, &k, &w, &ke, &keep, &ok, &oke);
+    for (w2 = w + 1; !keep && w2 <= d->win && s + w2 < t; w2++) {    /* (e) with j = s - 1 */
+        if (!_ckpt_dp_near(d, s, t, w2)) continue;
+        for (k2 = 0; k2 < 2; k2++)
+            for (o2 = 0; o2 <= (k2 ? d->c[s + w2 - 1].n_options : 0); o2++) {
+                p = &op[no++];
+                memset(p, 0, sizeof *p);
+                p->kind = 'e'; p->j = s - 1;
+                p->s1 = s; p->t1 = t; p->f1 = _CKPT_FID(_CKPT_KEEP(w2, k2, k), ok, o2);
+                p->s2 = s; p->t2 = s + w2;
+                p->f2 = w < 0 ? _CKPT_FID(k2, o2, 0) : _CKPT_FID(_CKPT_DROP(w, ke, k2), o2, oke);
+            }
+    }
+    for (q0 = s; q0 <= s + w; q0++)     /* (h) */
+        for (q = q0; q <= s + w && q + 1 < t && !_ckpt_dp_ckpt_ok(d, q + 1); q++)
+            no += _ckpt_dp_refresh(d, op + no, s, t, f, q0, q);
     return no;
 }
 
@@ -2724,7 +2909,7 @@ static int _ckpt_dp_options(const _ckpt_dp *d, int s, int t, int f) {
 static uint64_t _ckpt_dp_opt_minp(const _ckpt_dp *d, const _ckpt_opt *o) {
     uint64_t p1 = 0, p2 = 0;
     if (o->s1) { p1 = d->minp[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; if (p1 == UINT64_MAX) return p1; p1 += o->o1; }
-    if (o->s2) { p2 = d->minp[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; if (p2 == UINT64_MAX) return p2; }
+    if (o->s2) { p2 = d->minp[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; if (p2 == UINT64_MAX) return p2; p2 += o->o2; }
     return _ckpt_max3(o->floor, p1, p2);
 }
 
@@ -2756,13 +2941,13 @@ static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
     const _ckpt_fp *f1 = &_ckpt_fp_zero, *f2 = &_ckpt_fp_zero;
     int i1 = 0, i2 = 0, n1 = 1, n2 = 1;
     int64_t ci = 0, lo = 0, hi = d->cur_n;
-    uint64_t L, stop, x = o->o1;
+    uint64_t L, stop, x = o->o1, y = o->o2;
     double tmin;
     if (o->s1) { f1 = d->pool + d->fs[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; n1 = d->fl[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; }
     if (o->s2) { f2 = d->pool + d->fs[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; n2 = d->fl[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; }
     if (!n1 || !n2) return 1;
     tmin = (o->c + f1[n1 - 1].t) + f2[n2 - 1].t;
-    L = _ckpt_max3(o->floor, f1[0].p + x, f2[0].p);
+    L = _ckpt_max3(o->floor, f1[0].p + x, f2[0].p + y);
     /* from peak `stop` on, the frontier is as fast as the staircase's fastest point: the rest of
        the staircase is dominated (all of it when stop <= L) */
     while (lo < hi) { int64_t m = (lo + hi) / 2; if (d->cur[m].t <= tmin) hi = m; else lo = m + 1; }
@@ -2771,13 +2956,13 @@ static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
         uint64_t nl = UINT64_MAX;
         double t;
         while (i1 + 1 < n1 && f1[i1 + 1].p + x <= L) i1++;
-        while (i2 + 1 < n2 && f2[i2 + 1].p <= L) i2++;
+        while (i2 + 1 < n2 && f2[i2 + 1].p + y <= L) i2++;
         while (ci < d->cur_n && d->cur[ci].p <= L) ci++;
         d->work += 1;
         t = (o->c + f1[i1].t) + f2[i2].t;
         if ((ci == 0 || t < d->cur[ci - 1].t) && !_ckpt_dp_add(d, t, L)) return 0;  /* else the fold drops it */
         if (i1 + 1 < n1) nl = f1[i1 + 1].p + x;
-        if (i2 + 1 < n2 && f2[i2 + 1].p < nl) nl = f2[i2 + 1].p;
+        if (i2 + 1 < n2 && f2[i2 + 1].p + y < nl) nl = f2[i2 + 1].p + y;
         if (nl == UINT64_MAX) break;
         L = nl;
     }
@@ -2823,6 +3008,26 @@ static int _ckpt_opt_ops(const ckpt_allocator *al, _ckpt_sched *out, const _ckpt
     case 'a': return k || _ckpt_sched_push_o(al, out, CKPT_OP_F, s, 1, o->opt);
     case 'b': case 'g': return _ckpt_sched_push_o(al, out, CKPT_OP_F, s, 1, o->opt);
     case 'f': return _ckpt_sched_push(al, out, CKPT_OP_F, s, 0);
+    case 'h': {     /* see _ckpt_dp_options */
+        int q0 = s + o->d0 - 1, q = q0 + o->m, last = o->ik == 'd' ? o->j + 1 : o->j, l;
+        for (i = s; i <= q0; i++)
+            if (!_ckpt_sched_push(al, out, CKPT_OP_F, i, 0)) return 0;
+        for (i = q0; i < q; i++) {
+            if (!_ckpt_sched_push(al, out, CKPT_OP_F, i + 1, 0)) return 0;
+            for (l = i == q0 ? s : i; l <= i; l++)
+                if (!_ckpt_sched_push(al, out, CKPT_OP_F, l, 0)) return 0;
+        }
+        for (i = q + 1; i <= last; i++) {
+            int tape = o->ik == 'd' && i == last;
+            if (!_ckpt_sched_push_o(al, out, CKPT_OP_F, i, tape, tape ? o->opt : 0)) return 0;
+            if (i == o->rp)     /* X[q] again, the last F keeping T[q] in option rt - 1 when rt > 0 */
+                for (l = q == q0 ? s : q; l <= q; l++) {
+                    tape = l == q && o->rt;
+                    if (!_ckpt_sched_push_o(al, out, CKPT_OP_F, l, tape, tape ? o->rt - 1 : 0)) return 0;
+                }
+        }
+        return 1;
+    }
     default:
         for (i = s; i <= o->j; i++)
             if (!_ckpt_sched_push(al, out, CKPT_OP_F, i, 0)) return 0;
@@ -2837,9 +3042,9 @@ static int _ckpt_dp_emit(_ckpt_dp *d, int s, int t, int f, uint64_t L, _ckpt_sch
     for (i = 0; i < no; i++) {
         const _ckpt_opt *p = &d->opts[i];
         double t1 = 0.0, t2 = 0.0, v;
-        if (p->floor > L || L < p->o1) continue;
+        if (p->floor > L || L < p->o1 || L < p->o2) continue;
         if (p->s1 && (t1 = _ckpt_dp_best(d, p->s1, p->t1, p->f1, L - p->o1)) == DBL_MAX) continue;
-        if (p->s2 && (t2 = _ckpt_dp_best(d, p->s2, p->t2, p->f2, L)) == DBL_MAX) continue;
+        if (p->s2 && (t2 = _ckpt_dp_best(d, p->s2, p->t2, p->f2, L - p->o2)) == DBL_MAX) continue;
         v = (p->c + t1) + t2;
         if (v < best) { best = v; choice = i; }
     }
@@ -2847,7 +3052,7 @@ static int _ckpt_dp_emit(_ckpt_dp *d, int s, int t, int f, uint64_t L, _ckpt_sch
     o = d->opts[choice];   /* the recursion below reuses d->opts */
     return _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 1) &&
            (!o.s1 || _ckpt_dp_emit(d, o.s1, o.t1, o.f1, L - o.o1, out)) &&
-           (!o.s2 || _ckpt_dp_emit(d, o.s2, o.t2, o.f2, L, out)) && _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 0);
+           (!o.s2 || _ckpt_dp_emit(d, o.s2, o.t2, o.f2, L - o.o2, out)) && _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 0);
 }
 
 /* Sizes in units, rounded up. With sum_round, a tape is rounded so that A[s] + its size is the sum
@@ -2856,10 +3061,12 @@ static int _ckpt_dp_emit(_ckpt_dp *d, int s, int t, int f, uint64_t L, _ckpt_sch
 static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const ckpt_cost *c, int n,
                                   uint64_t budget, uint64_t unit, int level, int sum_round) {
     int s, j, q, o, M = _ckpt_max_options(c, n);
-    size_t nn = (size_t)(n + 2) * (size_t)(n + 1);
+    size_t nn = (size_t)(n + 2) * (size_t)(n + 1), per = (5 + 5 * (size_t)M) * (size_t)n + 5 * (size_t)M + 16;
     memset(d, 0, sizeof *d);
     d->c = c; d->al = al; d->n = n; d->budget = budget; d->unit = unit;
-    d->level = level; d->nfam = _ckpt_dp_families(level, M, d->fam);
+    d->flagged = _ckpt_flagged(c, n);
+    d->win = d->flagged ? 3 : 2;
+    d->level = level; d->nfam = _ckpt_dp_families(level, M, d->flagged, d->fam);
     for (q = 0; q < d->nfam; q++) d->slot[d->fam[q]] = q;
     d->pool_limit = (int64_t)1 << 22;
     d->work_limit = 3e8;   /* about a second; past it the dense table in a coarser unit runs */
@@ -2869,7 +3076,8 @@ static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const c
     d->WF = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
     d->WB = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
     d->sweep = (uint64_t *)_ckpt_calloc(al, nn, sizeof(uint64_t));
-    d->opts = (_ckpt_opt *)_ckpt_calloc(al, (4 + 4 * (size_t)M) * (size_t)n + (size_t)M + 8, sizeof(_ckpt_opt));
+    /* (h) adds up to 10 sweeps' options per (q0, q) on chains with flags */
+    d->opts = (_ckpt_opt *)_ckpt_calloc(al, (d->flagged ? 12 : 1) * per, sizeof(_ckpt_opt));
     if (!d->A || !d->TS || !d->TO || !d->WF || !d->WB || !d->sweep || !d->opts) return CKPT_ERR_OUT_OF_HOST_MEMORY;
     if (_ckpt_rep_make(al, c, n, &d->rep) != CKPT_OK) return CKPT_ERR_OUT_OF_HOST_MEMORY;
     for (q = 0; q < d->nfam; q++) {
@@ -2962,30 +3170,31 @@ static void _ckpt_min_sum(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRI
     }
 }
 
-/* An option's value at m units, (c + row1[m - o1]) + row2[m] (a missing row counts 0); INFINITY
-   below its floor. */
+/* An option's value at m units, (c + row1[m - o1]) + row2[m - o2] (a missing row counts 0);
+   INFINITY below its floor. */
 static double _ckpt_dense_at(const _ckpt_dense *D, const _ckpt_opt *o, int64_t m) {
     uint64_t u = D->d->unit;
-    int64_t o1 = (int64_t)(o->o1 / u);
-    if (m < (int64_t)(o->floor / u) || m < o1) return INFINITY;
+    int64_t o1 = (int64_t)(o->o1 / u), o2 = (int64_t)(o->o2 / u);
+    if (m < (int64_t)(o->floor / u) || m < o1 || m < o2) return INFINITY;
     return (o->c + (o->s1 ? _ckpt_row(D, o->s1, o->t1, o->f1)[m - o1] : 0.0)) +
-           (o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2)[m] : 0.0);
+           (o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2)[m - o2] : 0.0);
 }
 
 /* cur = min(cur, the option's values). The option's value at m is at least
-   lb(m) = (c + summary 1 at m - o1) + summary 2 at m (floating-point sums are monotone), and cur
-   and the rows are non-increasing in m: nothing changes from the first m where cur is at most
-   lb(M), nor on a run of m from m0 to m1 where lb(m1) >= cur[m0]. The rows are read only on the
-   other runs, so cur ends as it would if every value were computed. */
+   lb(m) = (c + summary 1 at m - o1) + summary 2 at m - o2 (floating-point sums are monotone),
+   and cur and the rows are non-increasing in m: nothing changes from the first m where cur is at
+   most lb(M), nor on a run of m from m0 to m1 where lb(m1) >= cur[m0]. The rows are read only on
+   the other runs, so cur ends as it would if every value were computed. */
 static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_opt *o, const double *zeros) {
     uint64_t u = D->d->unit;
-    int64_t M = D->M, lo = (int64_t)(o->floor / u), o1 = (int64_t)(o->o1 / u), hi = M + 1, a, e;
+    int64_t M = D->M, lo = (int64_t)(o->floor / u), o1 = (int64_t)(o->o1 / u), o2 = (int64_t)(o->o2 / u), hi = M + 1, a, e;
     const double *s1 = o->s1 ? _ckpt_sum(D, o->s1, o->t1, o->f1) : NULL, *s2 = o->s2 ? _ckpt_sum(D, o->s2, o->t2, o->f2) : NULL;
     const double *r1, *r2;
     double best;
     if (lo < o1) lo = o1;
+    if (lo < o2) lo = o2;
     if (lo > M) return;
-    best = (o->c + (s1 ? s1[_ckpt_sum_k(D, M - o1)] : 0.0)) + (s2 ? s2[D->K] : 0.0);   /* lb(M) */
+    best = (o->c + (s1 ? s1[_ckpt_sum_k(D, M - o1)] : 0.0)) + (s2 ? s2[_ckpt_sum_k(D, M - o2)] : 0.0);   /* lb(M) */
     if (best == INFINITY) return;
     for (a = lo; a < hi;) {
         int64_t mid = a + (hi - a) / 2;
@@ -2996,8 +3205,8 @@ static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_op
     for (a = lo; a < hi; a = e) {
         e = (a / _CKPT_SUM_STEP + 1) * _CKPT_SUM_STEP;
         if (e > hi) e = hi;
-        if ((o->c + (s1 ? s1[_ckpt_sum_k(D, e - 1 - o1)] : 0.0)) + (s2 ? s2[_ckpt_sum_k(D, e - 1)] : 0.0) < cur[a])
-            _ckpt_min_sum(cur + a, r1 ? r1 + (a - o1) : zeros, r2 ? r2 + a : zeros, o->c, e - a);
+        if ((o->c + (s1 ? s1[_ckpt_sum_k(D, e - 1 - o1)] : 0.0)) + (s2 ? s2[_ckpt_sum_k(D, e - 1 - o2)] : 0.0) < cur[a])
+            _ckpt_min_sum(cur + a, r1 ? r1 + (a - o1) : zeros, r2 ? r2 + (a - o2) : zeros, o->c, e - a);
     }
 }
 
@@ -3040,7 +3249,7 @@ static int _ckpt_dense_emit(const _ckpt_dense *D, int s, int t, int f, int64_t m
             _ckpt_opt o = d->opts[i];   /* the recursion below reuses d->opts */
             return _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 1) &&
                    (!o.s1 || _ckpt_dense_emit(D, o.s1, o.t1, o.f1, m - (int64_t)(o.o1 / d->unit), out)) &&
-                   (!o.s2 || _ckpt_dense_emit(D, o.s2, o.t2, o.f2, m, out)) &&
+                   (!o.s2 || _ckpt_dense_emit(D, o.s2, o.t2, o.f2, m - (int64_t)(o.o2 / d->unit), out)) &&
                    _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 0);
         }
     CKPT_ASSERT(0);
@@ -3056,16 +3265,18 @@ static uint64_t _ckpt_gcd(uint64_t a, uint64_t b) { while (b) { uint64_t r = a %
 
 /* The options the program uses for a chain of n stages: all of them (level 2) up to
    _CKPT_DP_DROP_STAGES stages, (a)-(d) (level 1) up to _CKPT_DP_TAPE_STAGES, else rotor's (a)-(c):
-   each level multiplies the work (about 60 and 4 times). */
+   each level multiplies the work (about 60 and 4 times; level 2 two to three times more on
+   chains with no-checkpoint flags, for Keep and (h)). */
 #define _CKPT_DP_DROP_STAGES 20
 #define _CKPT_DP_TAPE_STAGES 64
 static int _ckpt_dp_level(int n) { return n <= _CKPT_DP_DROP_STAGES ? 2 : n <= _CKPT_DP_TAPE_STAGES ? 1 : 0; }
 
 /* rp: the chain's >>repeats rows; nopt: the most tape options of a stage (_ckpt_max_options),
    which multiply the families and, about as much, the work. */
-static int _ckpt_dense_fits(const _ckpt_rep *rp, uint64_t M, int level, int nopt) {
-    double grow = (double)_ckpt_dp_families(level, nopt, NULL) / _ckpt_dp_families(level, 1, NULL) * nopt;
-    double bytes = (double)rp->n_rows * _ckpt_dp_families(level, nopt, NULL) *
+static int _ckpt_dense_fits(const _ckpt_rep *rp, uint64_t M, int level, int nopt, int flagged) {
+    double grow = (double)_ckpt_dp_families(level, nopt, flagged, NULL) / _ckpt_dp_families(level, 1, 0, NULL) * nopt *
+                  (flagged && level == 2 ? 4.0 : 1.0);
+    double bytes = (double)rp->n_rows * _ckpt_dp_families(level, nopt, flagged, NULL) *
                    (double)(M + 1 + (M + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP + 1) * 8.0;
     return M <= 65536 && bytes <= (double)_CKPT_DENSE_MAX_BYTES &&
            rp->work * (double)M * (level == 2 ? 60.0 : level == 1 ? 4.0 : 1.0) * grow <= _CKPT_DENSE_MAX_WORK;
@@ -3125,15 +3336,16 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
                                          uint64_t unit, int level, int sum_round, _ckpt_sched *out, uint64_t *used) {
     uint64_t mp;
     ckpt_result r;
-    int nopt = _ckpt_max_options(c, n);
+    int nopt = _ckpt_max_options(c, n), flagged = _ckpt_flagged(c, n);
     _ckpt_rep rp;
     *used = unit;
     if ((r = _ckpt_rep_make(al, c, n, &rp)) != CKPT_OK) return r;
-    if (_ckpt_dense_fits(&rp, budget / unit, level, nopt)) r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
+    if (_ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged))
+        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
     else {
         r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, out, &mp);
         if (r == CKPT_ERR_TOO_COMPLEX) {
-            while (!_ckpt_dense_fits(&rp, budget / unit, level, nopt)) unit *= 2;
+            while (!_ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged)) unit *= 2;
             *used = unit;
             r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
         }

@@ -319,7 +319,8 @@ static int unit_plan(const ckpt_cost *c, int n, uint64_t budget, uint64_t unit, 
     ckpt_result r = _ckpt_rep_make(NULL, c, n, &rp);
     CHECK(r == CKPT_OK, "rows: %s", ckpt_result_string(r));
     r = _ckpt_persistent_in(NULL, c, n, budget, unit, level, sum_round,
-                            _ckpt_dense_fits(&rp, budget / unit, level, _ckpt_max_options(c, n)), &s, &mp);
+                            _ckpt_dense_fits(&rp, budget / unit, level, _ckpt_max_options(c, n), _ckpt_flagged(c, n)),
+                            &s, &mp);
     _ckpt_rep_free(NULL, &rp);
     if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, t, &p);
     _ckpt_free(NULL, s.ops);

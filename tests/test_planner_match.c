@@ -9,8 +9,8 @@
    below the smallest feasible one, at it, random up to store-all's peak, and store-all's peak.
 
    Per case: the program's two forms (the dense table and the sparse frontiers) and the public
-   ckpt_plan_create. On chains without no-checkpoint flags, feasibility and the smallest peak
-   must equal the exact search's in every case; every plan must replay within the budget. The
+   ckpt_plan_create. Feasibility and the smallest peak must equal the exact search's in every
+   case, with no-checkpoint flags or without; every plan must replay within the budget. The
    test prints how often the time equals the all-schedules optimum and fails below MATCH_GATE
    percent (MATCH_GATE_FLAGGED for chains with flags). ckpt_plan_create's layout can need more
    than the peak: then it plans lower (compared with the optimum at its fit_budget) or reports
@@ -36,10 +36,10 @@
 
 #define MAXN 10
 /* Percent of cases where the program must find the exact optimum: chains without no-checkpoint
-   flags, and chains with some (where runs of flagged stages let the optimum hold two copies of a
-   boundary, which the program does not; measured 96.4% in 525 such cases). */
+   flags, and chains with some (measured 99.56% of 458 without tape options and 100% of 127
+   with; the two misses keep a tape from an earlier forward, as the misses without flags do). */
 #define MATCH_GATE 99.5
-#define MATCH_GATE_FLAGGED 95.0
+#define MATCH_GATE_FLAGGED 99.5
 
 /* with_options: each stage, with probability 1/2, gets 1 to 3 tape options of 0 to 1.5 times
    its tape, each 0 to 5 slower in backward. */
@@ -88,7 +88,7 @@ static double replay(const ckpt_cost *c, int n, const _ckpt_sched *s, uint64_t *
 }
 
 static int n_cases, n_feasible, match[3], miss_shown, layout_limited, opt_used;
-static int cur_flagged, n_flagged, match_flagged[3], flagged_min_miss;   /* cases whose chain has no-checkpoint flags */
+static int cur_flagged, n_flagged, match_flagged[3];   /* cases whose chain has no-checkpoint flags */
 static double worst[3];
 
 /* form 0: dense table, 1: sparse frontiers, 2: ckpt_plan_create. */
@@ -136,14 +136,11 @@ static void check_form(const ckpt_cost *c, int n, uint64_t budget, int form, dou
         s.ops = NULL;
         ckpt_plan_destroy(plan);
     }
-    /* exact in every chain without no-checkpoint flags; counted in the others */
-    if (((r == CKPT_OK) != (ref_t >= 0) || (mp != ref_min && form < 2)) && cur_flagged) flagged_min_miss++;
-    else {
-        CHECK((r == CKPT_OK) == (ref_t >= 0), "%s: budget %llu: got %s, the exact search says %s", names[form],
-              (unsigned long long)budget, ckpt_result_string(r), ref_t >= 0 ? "feasible" : "infeasible");
-        CHECK(mp == ref_min || form == 2, "%s: smallest peak %llu, the exact search's is %llu", names[form],
-              (unsigned long long)mp, (unsigned long long)ref_min);
-    }
+    CHECK((r == CKPT_OK) == (ref_t >= 0), "%s: budget %llu: got %s, the exact search says %s", names[form],
+          (unsigned long long)budget, ckpt_result_string(r), ref_t >= 0 ? "feasible" : "infeasible");
+    CHECK(mp == ref_min || form == 2, "%s: smallest peak %llu, the exact search's is %llu", names[form],
+          (unsigned long long)mp, (unsigned long long)ref_min);
+    if ((r == CKPT_OK) != (ref_t >= 0) || (mp != ref_min && form < 2)) print_chain(c, n);
     if (r == CKPT_OK) {
         CHECK(t >= 0 && peak <= budget, "%s: the plan breaks a rule or the budget (time %g peak %llu budget %llu)",
               names[form], t, (unsigned long long)peak, (unsigned long long)budget);
@@ -187,7 +184,7 @@ static void check_form(const ckpt_cost *c, int n, uint64_t budget, int form, dou
 static int run(const char *label, int cases, int max_n, int with_options) {
     int i, form, fails = 0;
     n_cases = n_feasible = miss_shown = layout_limited = opt_used = 0;
-    n_flagged = flagged_min_miss = 0;
+    n_flagged = 0;
     for (form = 0; form < 3; form++) { match[form] = match_flagged[form] = 0; worst[form] = 0; }
     for (i = 0; n_cases < cases; i++) {
         ckpt_cost c[MAXN] = {{0}};
@@ -239,8 +236,6 @@ static int run(const char *label, int cases, int max_n, int with_options) {
             fails++;
         }
     }
-    printf("test_planner_match: %s: flagged chains: %d plans whose feasibility or smallest peak differs from the exact "
-           "search's\n", label, flagged_min_miss);
     printf("test_planner_match: %s: %d cases (%d feasible; ckpt_plan_create: %d where the plan's layout needs more than "
            "the budget, counted as matches when its min_budget says so)\n", label, n_cases, n_feasible, layout_limited);
     if (with_options) {
