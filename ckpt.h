@@ -884,10 +884,13 @@ typedef struct ckpt_plan_desc {
     ckpt_policy policy;     /* default CKPT_POLICY_OPTIMAL */
     int k;                  /* every-k segment length; 0: the best that fits (ignored by the others) */
     uint32_t max_units;     /* optimal, long chains: 0 = exact (in the largest unit that divides
-                               every size; with budgets up to 65,536 such units this can take
-                               seconds for hundreds of distinct stages: see bench/RESULTS.md;
-                               sub-chains that repeat, such as a transformer's layers, are
-                               planned once, which makes such chains much faster). N = round
+                               every size), up to 200 stages at any budget and beyond that up to
+                               65,536 such units, unless the program's tables pass their memory
+                               cap (256 MB), when a coarser unit runs and a warning is logged.
+                               This can take seconds for hundreds of distinct stages (about 15 s
+                               at 200: see bench/RESULTS.md); sub-chains that repeat, such as a
+                               transformer's layers, are planned once, which makes such chains
+                               much faster. N = round
                                sizes up to ceil(budget/N) bytes when coarser: faster, never over
                                budget, optimal only in that unit. A stage's output and tape are
                                first rounded as one sum (as rotor does); if that plan's peak in
@@ -3283,14 +3286,20 @@ static int _ckpt_dense_fits(const _ckpt_rep *rp, uint64_t M, int level, int nopt
            rp->work * (double)M * (level == 2 ? 60.0 : level == 1 ? 4.0 : 1.0) * grow <= _CKPT_DENSE_MAX_WORK;
 }
 
+/* Up to this many stages the sparse program has no work allowance in any unit, only its memory
+   cap: exact in bytes where the dense table cannot run (bench/RESULTS.md: seconds for 200
+   distinct stages). */
+#define _CKPT_DP_EXACT_STAGES 200
+
 /* Runs the dense or the sparse program in one unit. */
 static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                        uint64_t unit, int level, int sum_round, int dense, _ckpt_sched *out,
                                        uint64_t *min_peak) {
     _ckpt_dp d;
     ckpt_result r = _ckpt_dp_setup(&d, al, c, n, budget, unit, level, sum_round);
-    /* Exactness is owed up to 65,536 units: then only memory may stop the sparse program. */
-    if (budget / unit <= 65536) { d.work_limit = 1e300; d.pool_limit = (int64_t)1 << 24; }
+    /* Exactness is owed up to 65,536 units, and in any unit up to _CKPT_DP_EXACT_STAGES stages:
+       then only memory may stop the sparse program. */
+    if (budget / unit <= 65536 || n <= _CKPT_DP_EXACT_STAGES) { d.work_limit = 1e300; d.pool_limit = (int64_t)1 << 24; }
     if (r == CKPT_OK) {
         _ckpt_dp_minpeak(&d);
         *min_peak = d.minp[0][_CKPT_IDX(&d, 1, n)];
@@ -3360,8 +3369,8 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
    divides every size. The plan runs in that unit, or in ceil(budget / max_units) when the caller
    asks for a coarser one, capped so that rounded sizes cannot overflow; if a coarse unit finds
    nothing, the exact unit runs. Dense table when it fits; else sparse frontiers (exact at any
-   unit count), which stop at a work allowance only beyond 65,536 units and at a memory cap
-   (256 MB) in any case; then the dense table in the finest unit that fits. Returns
+   unit count), which stop at a work allowance only beyond 65,536 units and 200 stages, and at a
+   memory cap (256 MB) in any case; then the dense table in the finest unit that fits. Returns
    CKPT_ERR_TOO_COMPLEX when the budget is feasible but every unit tried rounded too coarsely. */
 static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                     uint32_t max_units, _ckpt_sched *out, uint64_t *min_peak, uint64_t *unit_out) {
