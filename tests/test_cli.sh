@@ -810,6 +810,15 @@ else
     fail "--sweep: the title holds the file name unchanged"
 fi
 
+# A chain too long for greedy and optimal (CKPT_CUBIC_MAX_STAGES, 1024): they are left out with a
+# warning, the other three are swept.
+longcsv 1025 >"$TMP/sweep/long.csv"
+run --sweep "$TMP/sweep/long" --points 3 "$TMP/sweep/long.csv"
+expect_rc "--sweep on 1025 stages: exit 0" 0
+err_has "--sweep on 1025 stages: greedy left out, with a warning" "policy greedy left out"
+err_has "--sweep on 1025 stages: optimal left out, with a warning" "policy optimal left out"
+sweep "--sweep on 1025 stages: store-all, every-k and sqrt swept, nothing else" "$TMP/sweep/long" "store-all,every-k,sqrt"
+
 # Bad --sweep and --points: exit 2 with a message, no files.
 for pts in 0 1 1001 abc -3 ""; do
     run --sweep "$TMP/sweep/bad" --points "$pts" "$FOUR"

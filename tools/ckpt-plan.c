@@ -60,8 +60,9 @@
    data-policy="NAME"> per policy with a feasible budget through its points ordered by peak, with
    a legend, labelled axes and the input file in the title. A PREFIX ending in .csv or .svg loses
    that ending. stdout gets a summary: the budgets, each policy's feasible count and smallest
-   feasible budget, and the files written. --policy and --budget are ignored (a warning);
-   --json is an error.
+   feasible budget, and the files written. A policy that cannot plan the chain at all (too long
+   for it: CKPT_ERR_TOO_COMPLEX) is left out with a warning on stderr, and the others are swept.
+   --policy and --budget are ignored (a warning); --json is an error.
 
    Exit status: 0 the plan is feasible (--sweep: both files written); 3 the budget is infeasible
    (stderr names the smallest feasible budget); 2 bad input or usage (stderr names the file, line
@@ -1334,7 +1335,11 @@ static int run_sweep(const model *m, const char *file, const char *prefix, int n
         ckpt_plan_destroy(plan);
         plan = NULL;
         if (r == CKPT_OK) info.min_budget = 1;
-        else if (r != CKPT_ERR_INFEASIBLE) {
+        else if (r == CKPT_ERR_TOO_COMPLEX) {   /* a chain too long for this policy: the others still plot */
+            fprintf(stderr, "%s: warning: --sweep: policy %s left out: %s%s%s\n", PROG, ckpt_policy_name(order[p]),
+                    ckpt_result_description(r), g_libmsg[0] ? ": " : "", g_libmsg);
+            continue;
+        } else if (r != CKPT_ERR_INFEASIBLE) {
             fprintf(stderr, "%s: --sweep: policy %s\n", PROG, ckpt_policy_name(order[p]));
             return plan_failure(file, r);
         }
