@@ -885,8 +885,8 @@ typedef struct ckpt_plan_desc {
     int k;                  /* every-k segment length; 0: the best that fits (ignored by the others) */
     uint32_t max_units;     /* optimal, long chains: 0 = exact (in the largest unit that divides
                                every size), up to 200 stages at any budget and beyond that up to
-                               65,536 such units, unless the program's tables pass their memory
-                               cap (256 MB), when a coarser unit runs and a warning is logged.
+                               65,536 such units, unless the sparse program's frontiers pass
+                               their 256 MB cap: then a coarser unit runs and a warning is logged.
                                This can take seconds for hundreds of distinct stages (about 15 s
                                at 200: see bench/RESULTS.md); sub-chains that repeat, such as a
                                transformer's layers, are planned once, which makes such chains
