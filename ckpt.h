@@ -280,6 +280,44 @@
    ckpt_chain_stats.steps, as ckpt_forward and ckpt_backward would; the steps after them are
    exactly what they would be after as many ordinary steps.
 
+   STEP TIMELINE
+   -------------
+   ckpt_chain_trace runs one real step under the plan in use, like a timed step of
+   ckpt_chain_measure (the same arguments; it adds parameter gradients, writes grad_input, draws
+   random numbers and counts in ckpt_chain_stats.steps; with graphs its callbacks run, no graph),
+   and records what ran where, from the step's start, in ms:
+
+       ckpt_trace tr;
+       ckpt_chain_trace(chain, x, dout, dx, &tr);         // one step
+       ckpt_trace_json(&tr, NULL, 0, &len);               // size, then fill a buffer of len + 1
+       ckpt_trace_json(&tr, buf, len + 1, &len);          // write buf to step.json
+       ckpt_trace_free(&tr);
+
+   Lanes: compute (every F and B callback, once per microbatch lane, and every W: from compute
+   reaching it to the copy it waits for being done), host-to-device (every P, per lane; a
+   streamed stage's parameter loads and host_grads loads, once per op for all lanes) and
+   device-to-host (every O, per lane; gradient stores into host_grads). A callback's span is the
+   callback alone, as in MEASURED TIMES; a copy's starts when its stream reaches it (after the
+   waits queued before it) and ends when it is done. Compute waiting for a prefetch or a load is
+   a gap. The clock: when the backend has every event entry (event_create, _destroy, _record,
+   _synchronize, event_elapsed_ms: CUDA, HIP, CPU), an event recorded before and after each span
+   on the stream the work goes to (a copy stream, or the compute stream), read after the step
+   against one recorded on the compute stream at its start (floats: about 7 significant digits).
+   The CPU backend's events take ckpt_cpu_now_ms (its wall clock) when the caller records them
+   and, for its copy engine (copy_engine = 1), when the copy thread reaches them: engine copies
+   are timed where they run, throttle included. Without its engine, copies run in the call and
+   are timed around it. A backend without events gets the host clock around each call (on an
+   asynchronous backend that times the calls, not the work); ckpt_trace.events_clock says which.
+   Cost: a step, two events per span (created and destroyed by the call), a synchronize at the
+   end, and host memory for the events (about 56 bytes each).
+   ckpt_trace_predict gives the same timeline as the cost model predicts it for a schedule (one
+   lane, no streaming; copies on the OFFLOAD channels), and ckpt-plan --trace FILE writes it for
+   the plan it prints. ckpt_trace_json writes Chrome trace-event JSON that chrome://tracing and
+   ui.perfetto.dev open: tid 0, 1, 2 are the lanes, names as in profiler ranges ("F3+ attn",
+   "B3 attn", "O T3", "load params 3 attn"), args the stage, option and microbatch; pid 1 is a
+   measurement, 2 a prediction, so that the traceEvents of the two files can be joined into one
+   and compared lane by lane.
+
    RECOMPUTE CHECK (ckpt_chain_desc.check_recompute = 1)
    ---------------
    Bit-identical gradients need every recomputation to write what the first forward wrote. A
@@ -381,7 +419,9 @@
                      all of them, or copies run on the compute stream.
      event_elapsed_ms
                      by ckpt_chain_measure, with compute_stream and the other event entries, to
-                     time callbacks on the compute stream (MEASURED TIMES).
+                     time callbacks on the compute stream (MEASURED TIMES), and by
+                     ckpt_chain_trace, with the other event entries, to time callbacks and
+                     copies on their streams (STEP TIMELINE).
      synchronize     also when a forward is abandoned (ckpt_chain_reset_step, an error), when a
                      plan is replaced while copies may be in flight, and before a graph sweep is
                      captured again.
@@ -4739,7 +4779,6 @@ static ckpt_result _ckpt_measure_read(ckpt_chain *ch, _ckpt_measure *me) {
     _ckpt_sample *x = &me->s[(size_t)me->step * me->per_step];
     ckpt_result r = me->err;
     size_t j;
-    if (me->tr) return _ckpt_trace_read(ch, me);
     if (r == CKPT_OK && me->events && me->n) r = ch->be.event_synchronize(ch->be.state, me->ev[2 * me->n - 1]);
     for (j = 0; me->events && j < me->n && r == CKPT_OK; j++) {
         float ms = 0.0f;
@@ -4844,7 +4883,7 @@ static ckpt_result _ckpt_measure_run(ckpt_chain *ch, const void *input, const vo
         r = ckpt_forward_microbatches(ch, ins, NULL);
         if (r == CKPT_OK) r = ckpt_backward_microbatches(ch, ins + ch->lanes, gins);
         ch->meas = NULL;
-        if (r == CKPT_OK && me) r = _ckpt_measure_read(ch, me);
+        if (r == CKPT_OK && me) r = me->tr ? _ckpt_trace_read(ch, me) : _ckpt_measure_read(ch, me);
     }
     _ckpt_free(&ch->al, ins);
     _ckpt_free(&ch->al, gins);
