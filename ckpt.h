@@ -308,8 +308,8 @@
    are timed where they run, throttle included. Without its engine, copies run in the call and
    are timed around it. A backend without events gets the host clock around each call (on an
    asynchronous backend that times the calls, not the work); ckpt_trace.events_clock says which.
-   Cost: a step, two events per span (created and destroyed by the call), a synchronize at the
-   end, and host memory for the events (about 56 bytes each).
+   Cost: a step, two backend events for every span the step may record (created and destroyed by
+   the call), a synchronize at the end, and 56 bytes of host memory per trace event.
    ckpt_trace_predict gives the same timeline as the cost model predicts it for a schedule (one
    lane, no streaming; copies on the OFFLOAD channels), and ckpt-plan --trace FILE writes it for
    the plan it prints. ckpt_trace_json writes Chrome trace-event JSON that chrome://tracing and
@@ -1287,7 +1287,7 @@ typedef struct ckpt_trace {
     int n_stages;
     int microbatches;           /* lanes traced (1 for a predicted trace) */
     int predicted;              /* 0: ckpt_chain_trace; 1: ckpt_trace_predict */
-    int events_clock;           /* 1: timed by the backend's events; 0: by the host clock */
+    int events_clock;           /* 1: timed by the backend's events; 0: by the host clock, or predicted */
     char **names;               /* n_stages stage names */
     ckpt_allocator allocator;   /* what events and names were allocated with */
 } ckpt_trace;
