@@ -1298,7 +1298,8 @@ typedef struct ckpt_trace {
    records every F, B, O, P and W op and every streaming copy into *out, which the caller frees
    with ckpt_trace_free. Errors: CKPT_ERR_NULL_ARGUMENT (chain, input, grad_output or out NULL),
    CKPT_ERR_NO_PLAN, CKPT_ERR_OUT_OF_ORDER (a forward is pending), CKPT_ERR_OUT_OF_HOST_MEMORY,
-   the backend's event errors, or what the step returns (it is abandoned as ckpt_forward and
+   the backend's event errors (creating them: no step ran; recording or reading them: the step
+   ran, as in ckpt_chain_measure), or what the step returns (it is abandoned as ckpt_forward and
    ckpt_backward abandon one); *out is then zeroed and holds nothing to free. */
 CKPT_API ckpt_result ckpt_chain_trace(ckpt_chain *chain, const void *input, const void *grad_output,
                                       void *grad_input, ckpt_trace *out);

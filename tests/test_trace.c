@@ -13,7 +13,8 @@
    a twin chain, and so is the step after it. Predicted traces: the same structure, the compute
    lane's busy time is the plan's compute time and the last end its predicted time. The JSON: its
    length, truncation, one "X" event per trace event. Errors: bad arguments, no plan, a pending
-   forward, injected copy failures and every host allocation failing in turn (nothing leaks).
+   forward, injected copy failures, every host allocation and every event creation and record
+   failing in turn (nothing leaks, the next step runs).
 
    With a directory argument, it also writes trace_<config>.json for a few configurations and
    trace_<config>.expect (the schedule's op counts per kind and lane) there, which
@@ -90,7 +91,30 @@ static void capture(const char *tag, ckpt_log_level level, ckpt_result item, con
 
 typedef struct config {
     int engine, policy, stream, lanes;  /* policy: 0 store-all, 1 optimal at a third, 2 offload */
+    int wrap;                           /* 1: the backend's events go through the wrappers below */
 } config;
+
+/* Event wrappers: count live events; the nth create or record from now fails (0: none). */
+static ckpt_result (*real_create)(void *, void **);
+static void (*real_destroy)(void *, void *);
+static ckpt_result (*real_record)(void *, void *, void *);
+static long live_events = 0;
+static int fail_create_in = 0, fail_record_in = 0;
+static ckpt_result wrap_create(void *state, void **out) {
+    ckpt_result r;
+    if (fail_create_in > 0 && --fail_create_in == 0) { *out = NULL; return CKPT_ERR_BACKEND; }
+    r = real_create(state, out);
+    live_events += r == CKPT_OK;
+    return r;
+}
+static void wrap_destroy(void *state, void *ev) {
+    live_events -= ev != NULL;
+    real_destroy(state, ev);
+}
+static ckpt_result wrap_record(void *state, void *ev, void *stream) {
+    if (fail_record_in > 0 && --fail_record_in == 0) return CKPT_ERR_BACKEND;
+    return real_record(state, ev, stream);
+}
 
 static const char *policy_label(int p) { return p == 0 ? "store-all" : p == 1 ? "optimal" : p == 2 ? "offload" : "waiting"; }
 
@@ -127,6 +151,10 @@ static int rig_make(rig *g, const config *cfg, int plan) {
     if ((r = ckpt_cpu_backend_create(&bd, &g->be)) != CKPT_OK) {
         CHECK(0, "backend: %s", ckpt_result_string(r));
         return 0;
+    }
+    if (cfg->wrap) {
+        real_create = g->be.event_create; real_destroy = g->be.event_destroy; real_record = g->be.event_record;
+        g->be.event_create = wrap_create; g->be.event_destroy = wrap_destroy; g->be.event_record = wrap_record;
     }
     for (i = 0; i < NA; i++) {
         g->st[i].name = stage_names[i];
@@ -407,12 +435,12 @@ static void test_predict(const char *dir) {
 /* Each failure returns its code, leaves *out zeroed and leaks nothing. */
 static void test_errors(void) {
     static float x[W], dy[W], dx[W];
-    config cfg = { 1, 2, 1, 2 };
+    config cfg = { 1, 2, 1, 2, 0 };
     ckpt_trace t;
     rig g;
     const void *out;
     size_t len;
-    int n, fails = 0;
+    int n, fails = 0, kind;
     long live0;
     ckpt_result r;
     memset(&t, 0, sizeof t);
@@ -465,6 +493,32 @@ static void test_errors(void) {
     CHECK(fails >= 3 && n < 100, "allocation faults: %d failed calls before one succeeded", fails);
     CHECK(live_blocks == live0, "a trace freed leaves %ld blocks", live_blocks - live0);
     rig_free(&g);
+    /* the backend's events failing: the nth created, then the nth recorded (the chain's own
+       records for its copies included); every event the call created is destroyed */
+    cfg.wrap = 1;
+    if (!rig_make(&g, &cfg, 1)) return;
+    live0 = live_events;
+    for (kind = 0; kind < 2; kind++) {
+        fails = 0;
+        for (n = 1; n < 400; n++) {
+            *(kind ? &fail_record_in : &fail_create_in) = n;
+            r = ckpt_chain_trace(g.ch, x, dy, dx, &t);
+            fail_create_in = fail_record_in = 0;
+            if (r == CKPT_OK) { ckpt_trace_free(&t); break; }
+            fails++;
+            CHECK(r == CKPT_ERR_BACKEND && t.events == NULL && live_events == live0, "event %s %d failing: %s, %ld "
+                  "events left", kind ? "record" : "create", n, ckpt_result_string(r), live_events - live0);
+            r = ckpt_forward(g.ch, x, &out);
+            if (r == CKPT_OK) r = ckpt_backward(g.ch, dy, dx);
+            CHECK(r == CKPT_OK, "event %s %d failing: the next step: %s", kind ? "record" : "create", n,
+                  ckpt_result_string(r));
+        }
+        CHECK(fails >= 10 && n < 400, "event %s faults: %d failed calls before one succeeded", kind ? "record" : "create",
+              fails);
+    }
+    CHECK(live_events == live0, "traces left %ld events", live_events - live0);
+    rig_free(&g);
+    CHECK(live_events == 0, "the chain left %ld events", live_events);
 }
 
 static void test_predict_errors(void) {
@@ -489,6 +543,7 @@ int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : NULL;
     config cfg;
     int e, p, s, l;
+    memset(&cfg, 0, sizeof cfg);
     test_errors();
     test_predict_errors();
     test_predict(dir);
