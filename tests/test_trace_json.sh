@@ -9,8 +9,9 @@
 # plan its --json prints. Every file must be Chrome trace-event JSON: the process and the three
 # lanes named, "X" events with ts, dur >= 0 and args; each kind on its lane; F, B, O and P once
 # per op and lane, W once per op; names as in the ranges ("F3+ name", "O T3"). For ckpt-plan the
-# exact sequence of each lane and the makespan must match the plan. Exit 0 when all pass, 1
-# otherwise, 77 (skipped) without python3.
+# exact sequence of each lane and the makespan must match the plan; --trace with --sweep, into an
+# unwritable file and at an infeasible budget fails with the documented exit status and writes
+# nothing. Exit 0 when all pass, 1 otherwise, 77 (skipped) without python3.
 
 set -u
 if [ $# -ne 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
@@ -34,6 +35,19 @@ plan() {
 plan offload "$1" --policy offload --bandwidth 25e9 --time-unit ms --budget 400MiB "$ROOT/tools/examples/offload.csv"
 plan options "$1" --policy optimal --budget 1GiB --time-unit ms "$ROOT/tools/examples/gpt2_options.csv"
 plan storeall "$1" --policy store-all "$ROOT/tools/examples/four.csv"
+
+# --trace refused with --sweep (2), an unwritable file (2), nothing written for an infeasible budget (3)
+expect_exit() {
+    local want=$1 what=$2
+    shift 2
+    "$@" >/dev/null 2>"$TMP/err"
+    local rc=$?
+    [ "$rc" -eq "$want" ] || { cat "$TMP/err"; echo "FAIL: ckpt-plan $what exits $rc, expected $want"; exit 1; }
+}
+expect_exit 2 "--sweep with --trace" "$1" --sweep "$TMP/sw" --trace "$TMP/sw.json" "$ROOT/tools/examples/four.csv"
+expect_exit 2 "--trace into a missing folder" "$1" --trace "$TMP/no/such/dir.json" "$ROOT/tools/examples/four.csv"
+expect_exit 3 "--trace at an infeasible budget" "$1" --budget 1 --trace "$TMP/infeasible.json" "$ROOT/tools/examples/four.csv"
+[ ! -e "$TMP/infeasible.json" ] && [ ! -e "$TMP/sw.json" ] || { echo "FAIL: ckpt-plan wrote a trace it should not have"; exit 1; }
 
 "$PY" - "$TMP" <<'EOF'
 import glob, json, os, re, sys
