@@ -280,6 +280,44 @@
    ckpt_chain_stats.steps, as ckpt_forward and ckpt_backward would; the steps after them are
    exactly what they would be after as many ordinary steps.
 
+   STEP TIMELINE
+   -------------
+   ckpt_chain_trace runs one real step under the plan in use, like a timed step of
+   ckpt_chain_measure (the same arguments; it adds parameter gradients, writes grad_input, draws
+   random numbers and counts in ckpt_chain_stats.steps; with graphs its callbacks run, no graph),
+   and records what ran where, from the step's start, in ms:
+
+       ckpt_trace tr;
+       ckpt_chain_trace(chain, x, dout, dx, &tr);         // one step
+       ckpt_trace_json(&tr, NULL, 0, &len);               // size, then fill a buffer of len + 1
+       ckpt_trace_json(&tr, buf, len + 1, &len);          // write buf to step.json
+       ckpt_trace_free(&tr);
+
+   Lanes: compute (every F and B callback, once per microbatch lane, and every W: from compute
+   reaching it to the copy it waits for being done), host-to-device (every P, per lane; a
+   streamed stage's parameter loads and host_grads loads, once per op for all lanes) and
+   device-to-host (every O, per lane; gradient stores into host_grads). A callback's span is the
+   callback alone, as in MEASURED TIMES; a copy's starts when its stream reaches it (after the
+   waits queued before it) and ends when it is done. Compute waiting for a prefetch or a load is
+   a gap. The clock: when the backend has every event entry (event_create, _destroy, _record,
+   _synchronize, event_elapsed_ms: CUDA, HIP, CPU), an event recorded before and after each span
+   on the stream the work goes to (a copy stream, or the compute stream), read after the step
+   against one recorded on the compute stream at its start (floats: about 7 significant digits).
+   The CPU backend's events take ckpt_cpu_now_ms (its wall clock) when the caller records them
+   and, for its copy engine (copy_engine = 1), when the copy thread reaches them: engine copies
+   are timed where they run, throttle included. Without its engine, copies run in the call and
+   are timed around it. A backend without events gets the host clock around each call (on an
+   asynchronous backend that times the calls, not the work); ckpt_trace.events_clock says which.
+   Cost: a step, two backend events for every span the step may record (created and destroyed by
+   the call), a synchronize at the end, and 56 bytes of host memory per trace event.
+   ckpt_trace_predict gives the same timeline as the cost model predicts it for a schedule (one
+   lane, no streaming; copies on the OFFLOAD channels), and ckpt-plan --trace FILE writes it for
+   the plan it prints. ckpt_trace_json writes Chrome trace-event JSON that chrome://tracing and
+   ui.perfetto.dev open: tid 0, 1, 2 are the lanes, names as in profiler ranges ("F3+ attn",
+   "B3 attn", "O T3", "load params 3 attn"), args the stage, option and microbatch; pid 1 is a
+   measurement, 2 a prediction, so that the traceEvents of the two files can be joined into one
+   and compared lane by lane.
+
    RECOMPUTE CHECK (ckpt_chain_desc.check_recompute = 1)
    ---------------
    Bit-identical gradients need every recomputation to write what the first forward wrote. A
@@ -381,7 +419,9 @@
                      all of them, or copies run on the compute stream.
      event_elapsed_ms
                      by ckpt_chain_measure, with compute_stream and the other event entries, to
-                     time callbacks on the compute stream (MEASURED TIMES).
+                     time callbacks on the compute stream (MEASURED TIMES), and by
+                     ckpt_chain_trace, with the other event entries, to time callbacks and
+                     copies on their streams (STEP TIMELINE).
      synchronize     also when a forward is abandoned (ckpt_chain_reset_step, an error), when a
                      plan is replaced while copies may be in flight, and before a graph sweep is
                      captured again.
@@ -1214,6 +1254,80 @@ CKPT_API ckpt_result ckpt_chain_measure(ckpt_chain *chain, const void *input, co
    stage); then nothing changes. All zero: taken as 1 and 2, as in a desc. */
 CKPT_API ckpt_result ckpt_chain_set_times(ckpt_chain *chain, const ckpt_stage_time *times);
 
+/* >>trace --------------------------------------------------------------------------------------
+   One step's timeline (STEP TIMELINE in the manual): what ran on the compute stream and on the
+   two copy streams, and when. */
+typedef enum ckpt_trace_kind {
+    CKPT_TRACE_F = 0, CKPT_TRACE_B = 1,         /* the schedule's ops (ckpt_op_kind's values) */
+    CKPT_TRACE_O = 2, CKPT_TRACE_P = 3, CKPT_TRACE_W = 4,
+    CKPT_TRACE_PARAM_LOAD = 5,  /* streaming: a stage's host_params into a parameter slot */
+    CKPT_TRACE_GRAD_LOAD = 6,   /* streaming: a stage's host_grads into a gradient slot */
+    CKPT_TRACE_GRAD_STORE = 7   /* streaming: a gradient slot back into host_grads */
+} ckpt_trace_kind;
+
+typedef enum ckpt_trace_lane {
+    CKPT_TRACE_COMPUTE = 0,     /* F, B and W */
+    CKPT_TRACE_H2D = 1,         /* P, parameter and gradient loads */
+    CKPT_TRACE_D2H = 2          /* O, gradient stores */
+} ckpt_trace_lane;
+
+typedef struct ckpt_trace_event {
+    ckpt_trace_kind kind;
+    ckpt_trace_lane lane;
+    int op;             /* the op's index in the schedule (ckpt_plan_ops); loads and stores: the
+                           F or B op before which they were issued */
+    int stage;          /* 0-based (ckpt_ctx.stage); O, P, W: the stage whose output X or tape T
+                           moves (ckpt_op.stage - 1) */
+    int tape;           /* F: keeps its tape; O, P, W: 1 = T, 0 = X; else 0 */
+    int option;         /* F and B: the tape option that ran (TAPE OPTIONS); else 0 */
+    int microbatch;     /* 0..k-1; -1 for W and the streaming copies, one for every lane */
+    uint64_t bytes;     /* copies: bytes moved; F, B and W: 0 */
+    double start_ms;    /* from the step's start */
+    double end_ms;
+} ckpt_trace_event;
+
+typedef struct ckpt_trace {
+    ckpt_trace_event *events;   /* n_events, in the order they were issued */
+    int n_events;
+    int n_stages;
+    int microbatches;           /* lanes traced (1 for a predicted trace) */
+    int predicted;              /* 0: ckpt_chain_trace; 1: ckpt_trace_predict */
+    int events_clock;           /* 1: timed by the backend's events; 0: by the host clock, or predicted */
+    char **names;               /* n_stages stage names */
+    ckpt_allocator allocator;   /* what events and names were allocated with */
+} ckpt_trace;
+
+/* Runs one real training step (forward, backward) under the plan in use, as ckpt_chain_measure
+   does (every lane gets input, grad_output and grad_input; parameter gradients are added, random
+   numbers drawn, ckpt_chain_stats.steps counted; with graphs the callbacks run, no graph), and
+   records every F, B, O, P and W op and every streaming copy into *out, which the caller frees
+   with ckpt_trace_free. Errors: CKPT_ERR_NULL_ARGUMENT (chain, input, grad_output or out NULL),
+   CKPT_ERR_NO_PLAN, CKPT_ERR_OUT_OF_ORDER (a forward is pending), CKPT_ERR_OUT_OF_HOST_MEMORY,
+   the backend's event errors (creating them: no step ran; recording or reading them: the step
+   ran, as in ckpt_chain_measure), or what the step returns (it is abandoned as ckpt_forward and
+   ckpt_backward abandon one); *out is then zeroed and holds nothing to free. */
+CKPT_API ckpt_result ckpt_chain_trace(ckpt_chain *chain, const void *input, const void *grad_output,
+                                      void *grad_input, ckpt_trace *out);
+/* The timeline the cost model predicts for a schedule (COST MODEL, OFFLOAD): compute runs F, B
+   and W in order; O and P take bytes / bandwidth on their channel (bandwidth_d2h 0: no link,
+   copies take no time; bandwidth_h2d 0: as d2h), in the unit of the stage times, which
+   ms_per_unit (> 0) turns into ms. names (n entries, or NULL: "stage <i>") are copied. One lane,
+   no streaming copies (the cost model has none). Errors: those of
+   ckpt_schedule_simulate_offload, CKPT_ERR_NULL_ARGUMENT (out NULL), CKPT_ERR_BAD_ARGUMENT
+   (ms_per_unit or a bandwidth out of range); *out is then zeroed. */
+CKPT_API ckpt_result ckpt_trace_predict(const ckpt_cost *costs, int n, const ckpt_op *ops, int n_ops,
+                                        double bandwidth_d2h, double bandwidth_h2d, double ms_per_unit,
+                                        const char *const *names, ckpt_trace *out);
+/* The trace as Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev): one "X" event per
+   trace event, ts and dur in microseconds; pid 1 for a measured trace, 2 for a predicted one (so
+   the two files' traceEvents can be joined); tid 0 "compute", 1 "host-to-device", 2
+   "device-to-host". Writes at most size bytes (NUL included) into buf (may be NULL with size
+   0), like snprintf, and the full length without the NUL into *length: call with size 0 to
+   size the buffer. CKPT_ERR_NULL_ARGUMENT (trace or length NULL, or buf NULL with size > 0). */
+CKPT_API ckpt_result ckpt_trace_json(const ckpt_trace *trace, char *buf, size_t size, size_t *length);
+/* Frees what a trace holds and zeroes it. NULL, or a zeroed trace, is a no-op. */
+CKPT_API void ckpt_trace_free(ckpt_trace *trace);
+
 #ifdef __cplusplus
 }
 #endif
@@ -1679,9 +1793,9 @@ static void _ckpt_an_read(_ckpt_analysis *an, _ckpt_an_work *w, int b, int k) {
 /* The timeline of offload copies (see the cost model): sets the makespan and, for each offloaded
    device buffer, how long it stays (until its copy is done, as seen from the next compute op),
    and the wait lists of the executor. link NULL: untimed; an offloaded buffer then stays until
-   its P. */
+   its P. span (NULL: not wanted) gets each op's start and end (>>trace). */
 static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops, const _ckpt_link *link,
-                              _ckpt_analysis *an, _ckpt_an_work *w, double *copy_end, int *pending) {
+                              _ckpt_analysis *an, _ckpt_an_work *w, double *copy_end, int *pending, double *span) {
     double clock = 0, d2h_free = 0, h2d_free = 0, must_wait = 0;
     int k, np = 0, j, forced_head = -1;
     for (k = 0; k < n_ops; k++) {
@@ -1693,6 +1807,7 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
             copy_end[k] = link ? start + (double)an->hbufs[in->out].bytes / link->d2h : start;
             d2h_free = copy_end[k];
             pending[np++] = in->in;
+            if (span) { span[2 * k] = start; span[2 * k + 1] = copy_end[k]; }
         } else if (op->kind == CKPT_OP_P) {
             int o = in->src_op, old = an->instr[o].in;
             double start = clock > h2d_free ? clock : h2d_free;
@@ -1710,6 +1825,7 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
             if (copy_end[o] > start) start = copy_end[o];
             copy_end[k] = link ? start + (double)an->hbufs[in->in].bytes / link->h2d : start;
             h2d_free = copy_end[k];
+            if (span) { span[2 * k] = start; span[2 * k + 1] = copy_end[k]; }
             if (in->unread && copy_end[k] > must_wait) must_wait = copy_end[k];
         } else if (op->kind == CKPT_OP_W) {     /* compute waits for the copy; the buffer goes */
             for (j = 0; j < np; j++)
@@ -1718,7 +1834,9 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
                     pending[j] = pending[--np];
                     break;
                 }
+            if (span) span[2 * k] = clock;
             if (copy_end[in->src_op] > clock) clock = copy_end[in->src_op];
+            if (span) span[2 * k + 1] = clock;
         } else {
             double s = clock > must_wait ? clock : must_wait, dur;
             if (in->wait_p >= 0 && copy_end[in->wait_p] > s) s = copy_end[in->wait_p];
@@ -1738,6 +1856,7 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
             dur = op->kind == CKPT_OP_F ? c[op->stage - 1].f : _ckpt_bwd_of(&c[op->stage - 1], in->opt);
             clock = s + dur;
             an->compute_time += dur;
+            if (span) { span[2 * k] = s; span[2 * k + 1] = clock; }
         }
     }
     for (j = 0; j < np; j++) an->bufs[pending[j]].end = n_ops - 1;   /* released by the final sync */
@@ -1747,9 +1866,11 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
 }
 
 /* Returns CKPT_OK or CKPT_ERR_BAD_SCHEDULE (op index in *bad, reason in *why) or
-   CKPT_ERR_OUT_OF_HOST_MEMORY. an may ask for buffers (want_bufs) or only for time and peaks. */
+   CKPT_ERR_OUT_OF_HOST_MEMORY. an may ask for buffers (want_bufs) or only for time and peaks; span
+   (2 x n_ops, or NULL) gets the ops' predicted start and end (>>trace). */
 static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, const _ckpt_link *link,
-                                 const ckpt_allocator *al, int want_bufs, _ckpt_analysis *an, int *bad, const char **why) {
+                                 const ckpt_allocator *al, int want_bufs, _ckpt_analysis *an, int *bad, const char **why,
+                                 double *span) {
     _ckpt_an_work w;
     int64_t *delta = NULL;
     int *pending = NULL;
@@ -1902,7 +2023,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
                 seen[ops[k].stage] = 1;
             }
     }
-    _ckpt_an_timeline(c, ops, n_ops, link, an, &w, copy_end, pending);
+    _ckpt_an_timeline(c, ops, n_ops, link, an, &w, copy_end, pending, span);
     an->peak = _ckpt_peak_of(an->bufs, an->n_bufs, n_ops, 0, delta);
     an->host_peak = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, 0, delta);
     /* the pool is laid out in CKPT_ALIGN steps: the planner keeps that bound within the budget */
@@ -1923,9 +2044,10 @@ done:
     return res;
 }
 
-/* The public simulators: validate, replay (link NULL: untimed), report. */
+/* The public simulators: validate, replay (link NULL: untimed), report; with want_bufs the caller
+   frees an (ckpt_trace_predict, which also takes the ops' spans). */
 static ckpt_result _ckpt_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops, int n_ops, const _ckpt_link *link,
-                                  _ckpt_analysis *an, int *bad_op) {
+                                  int want_bufs, double *span, _ckpt_analysis *an, int *bad_op) {
     const char *why;
     int bad;
     ckpt_cost *mc;
@@ -1936,7 +2058,7 @@ static ckpt_result _ckpt_simulate(const ckpt_cost *costs, int n, const ckpt_op *
     if (n_ops < 0) return CKPT_ERR_BAD_INDEX;
     if (!(mc = (ckpt_cost *)_ckpt_calloc(NULL, (size_t)n, sizeof *mc))) return CKPT_ERR_OUT_OF_HOST_MEMORY;
     _ckpt_costs_model(costs, n, mc);
-    r = _ckpt_analyze(mc, n, ops, n_ops, link, NULL, 0, an, &bad, &why);
+    r = _ckpt_analyze(mc, n, ops, n_ops, link, NULL, want_bufs, an, &bad, &why, span);
     _ckpt_free(NULL, mc);
     if (bad_op) *bad_op = bad;
     return r;
@@ -1945,7 +2067,7 @@ static ckpt_result _ckpt_simulate(const ckpt_cost *costs, int n, const ckpt_op *
 CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops,
                                             int n_ops, double *time, uint64_t *peak, int *bad_op) {
     _ckpt_analysis an;
-    ckpt_result r = _ckpt_simulate(costs, n, ops, n_ops, NULL, &an, bad_op);
+    ckpt_result r = _ckpt_simulate(costs, n, ops, n_ops, NULL, 0, NULL, &an, bad_op);
     if (r != CKPT_OK) return r;
     if (time) *time = an.time;
     if (peak) *peak = an.peak;
@@ -1963,7 +2085,7 @@ CKPT_API ckpt_result ckpt_schedule_simulate_offload(const ckpt_cost *costs, int 
         return CKPT_ERR_BAD_ARGUMENT;
     link.d2h = bandwidth_d2h;
     link.h2d = bandwidth_h2d > 0 ? bandwidth_h2d : bandwidth_d2h;
-    r = _ckpt_simulate(costs, n, ops, n_ops, &link, &an, bad_op);
+    r = _ckpt_simulate(costs, n, ops, n_ops, &link, 0, NULL, &an, bad_op);
     if (r != CKPT_OK) return r;
     if (out) {
         out->time = an.time; out->compute_time = an.compute_time;
@@ -2087,7 +2209,7 @@ static ckpt_result _ckpt_sched_eval_into(const ckpt_allocator *al, const ckpt_co
     _ckpt_analysis an;
     const char *why;
     int bad;
-    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, NULL, al, 0, &an, &bad, &why);
+    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, NULL, al, 0, &an, &bad, &why, NULL);
     *t = an.time; *p = an.peak;
     CKPT_ASSERT(r != CKPT_ERR_BAD_SCHEDULE);
     return r;
@@ -3620,7 +3742,7 @@ static ckpt_result _ckpt_off_eval(const _ckpt_off *o, const ckpt_op *ops, int n_
     const char *why;
     int bad, k, b;
     int64_t acc = 0;
-    ckpt_result r = _ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, over != NULL, &an, &bad, &why);
+    ckpt_result r = _ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, over != NULL, &an, &bad, &why, NULL);
     if (r != CKPT_OK) return r;
     *t = an.time; *peak = an.peak; *host_peak = an.host_peak_aligned;
     if (over) {
@@ -3647,7 +3769,7 @@ static ckpt_result _ckpt_off_wait_pick(const _ckpt_off *o, const ckpt_op *ops, i
     _ckpt_analysis an;
     const char *why;
     int bad, j, q;
-    ckpt_result r = _ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, 1, &an, &bad, &why);
+    ckpt_result r = _ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, 1, &an, &bad, &why, NULL);
     *found = 0;
     if (r != CKPT_OK) return r;
     for (j = 0; j < k && !*found; j++) {
@@ -3819,7 +3941,7 @@ static ckpt_result _ckpt_plan_measure(const ckpt_allocator *al, const ckpt_cost 
     _ckpt_analysis an;
     const char *why;
     int bad;
-    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, link, al, 1, &an, &bad, &why);
+    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, link, al, 1, &an, &bad, &why, NULL);
     CKPT_ASSERT(r != CKPT_ERR_BAD_SCHEDULE);
     if (r != CKPT_OK) return r;
     info->time = an.time; info->peak = an.peak; info->compute_time = an.compute_time;
@@ -4566,7 +4688,7 @@ static ckpt_result _ckpt_plan_size(const ckpt_chain *ch, const ckpt_logger *lg, 
     const char *why;
     int bad;
     ckpt_result r = _ckpt_analyze(ch->costs, ch->n, plan->ops, plan->info.n_ops, plan->link.d2h > 0 ? &plan->link : NULL,
-                                  &ch->al, 1, an, &bad, &why);
+                                  &ch->al, 1, an, &bad, &why, NULL);
     *arena_bytes = *pool_bytes = 0;
     if (r == CKPT_ERR_BAD_SCHEDULE) return _CKPT_ERR(lg, r, "schedule op %d: %s", bad, why);
     if (r == CKPT_OK) r = _ckpt_layout_bufs(&ch->al, an->bufs, an->n_bufs, plan->info.n_ops, arena_bytes);
@@ -4726,7 +4848,7 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
         return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_chain_set_schedule: a forward is pending");
     {
         const char *why;
-        r = _ckpt_analyze(ch->costs, ch->n, ops, n_ops, NULL, &ch->al, 0, &an, &bad, &why);
+        r = _ckpt_analyze(ch->costs, ch->n, ops, n_ops, NULL, &ch->al, 0, &an, &bad, &why, NULL);
         if (r == CKPT_ERR_BAD_SCHEDULE)
             return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: op %d breaks the cost model: %s", bad, why);
         if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: out of host memory");
@@ -4766,7 +4888,9 @@ CKPT_API ckpt_result ckpt_chain_get_stats(const ckpt_chain *ch, ckpt_chain_stats
 /* >>measure: ckpt_chain_measure and ckpt_chain_set_times ----------------------------------------
    While a step of ckpt_chain_measure runs, ch->meas is set and the executor calls
    _ckpt_measure_begin and _ckpt_measure_end around every forward and backward callback, nothing
-   else: copies, waits for them and the library's bookkeeping fall outside what is timed. */
+   else: copies, waits for them and the library's bookkeeping fall outside what is timed.
+   ckpt_chain_trace's step (>>trace) sets ch->meas too, with tr: then the same calls, and
+   _ckpt_span_begin and _ckpt_trace_span around every copy and W op, record spans instead. */
 
 /* The host clock in ms: monotonic where <time.h> declares CLOCK_MONOTONIC (POSIX), else C11's
    timespec_get, a wall clock (a clock step during a callback skews that sample). */
@@ -4794,19 +4918,59 @@ typedef struct _ckpt_measure {
     _ckpt_sample *s;        /* steps x per_step */
     void **ev;              /* events: start and end of each callback of a step */
     ckpt_result err;        /* the first event error of the step */
+    int op;                 /* the op running (_ckpt_run_ops) */
+    /* >>trace: per_step spans at most, n so far; events when the backend has them all */
+    ckpt_trace_event *tr;   /* NULL in ckpt_chain_measure */
+    void *ev0;              /* events: recorded on the compute stream as the step starts */
+    double h0;              /* host clock: the step's start */
 } _ckpt_measure;
 
-static void _ckpt_measure_begin(ckpt_chain *ch) {
+static int _ckpt_tracing(const ckpt_chain *ch) { return ch->meas && ch->meas->tr; }
+
+/* Starts timing work about to be queued on `stream` (NULL: compute): an event recorded there, or
+   the host clock. */
+static void _ckpt_span_begin(ckpt_chain *ch, void *stream) {
     _ckpt_measure *me = ch->meas;
     CKPT_ASSERT(me->n < me->per_step);
     if (!me->events) me->t0 = _ckpt_now_ms();
-    else if (me->err == CKPT_OK) me->err = ch->be.event_record(ch->be.state, me->ev[2 * me->n], NULL);
+    else if (me->err == CKPT_OK) me->err = ch->be.event_record(ch->be.state, me->ev[2 * me->n], stream);
 }
 
-static void _ckpt_measure_end(ckpt_chain *ch, int stage, int backward) {
+/* >>trace: ends the span _ckpt_span_begin started, on the same stream, as a trace event (its
+   lane follows from its kind); host-clock times are final here, event times once read. */
+static void _ckpt_trace_span(ckpt_chain *ch, void *stream, ckpt_trace_kind kind, int stage, int tape, int option,
+                             int microbatch, uint64_t bytes) {
     _ckpt_measure *me = ch->meas;
-    _ckpt_sample *x = &me->s[(size_t)me->step * me->per_step + me->n];
-    x->tag = 2 * stage + backward;
+    ckpt_trace_event *e = &me->tr[me->n];
+    memset(e, 0, sizeof *e);
+    e->kind = kind;
+    e->lane = kind == CKPT_TRACE_O || kind == CKPT_TRACE_GRAD_STORE ? CKPT_TRACE_D2H
+            : kind == CKPT_TRACE_P || kind == CKPT_TRACE_PARAM_LOAD || kind == CKPT_TRACE_GRAD_LOAD ? CKPT_TRACE_H2D
+            : CKPT_TRACE_COMPUTE;
+    e->op = me->op; e->stage = stage; e->tape = tape; e->option = option; e->microbatch = microbatch; e->bytes = bytes;
+    if (!me->events) {
+        e->start_ms = me->t0 - me->h0;
+        e->end_ms = _ckpt_now_ms() - me->h0;
+    } else if (me->err == CKPT_OK) {
+        me->err = ch->be.event_record(ch->be.state, me->ev[2 * me->n + 1], stream);
+    }
+    me->n++;
+}
+
+static void _ckpt_measure_begin(ckpt_chain *ch) { _ckpt_span_begin(ch, NULL); }
+
+/* After the callback of the running op for `lane`, in tape option `option`. */
+static void _ckpt_measure_end(ckpt_chain *ch, int option, int lane) {
+    _ckpt_measure *me = ch->meas;
+    const ckpt_op *op = &ch->plan->ops[me->op];
+    _ckpt_sample *x;
+    if (me->tr) {
+        _ckpt_trace_span(ch, NULL, op->kind == CKPT_OP_F ? CKPT_TRACE_F : CKPT_TRACE_B, op->stage - 1,
+                         op->kind == CKPT_OP_F && op->tape, option, lane, 0);
+        return;
+    }
+    x = &me->s[(size_t)me->step * me->per_step + me->n];
+    x->tag = 2 * (op->stage - 1) + (op->kind == CKPT_OP_B);
     if (!me->events) {
         x->ms = _ckpt_now_ms() - me->t0;
         if (!(x->ms >= 0.0)) x->ms = 0.0;       /* the wall clock stepped back */
@@ -4814,6 +4978,23 @@ static void _ckpt_measure_end(ckpt_chain *ch, int stage, int backward) {
         me->err = ch->be.event_record(ch->be.state, me->ev[2 * me->n + 1], NULL);
     }
     me->n++;
+}
+
+/* >>trace: after the step, every span's events (recorded on any stream) relative to ev0. */
+static ckpt_result _ckpt_trace_read(ckpt_chain *ch, _ckpt_measure *me) {
+    const ckpt_backend *be = &ch->be;
+    ckpt_result r = me->err;
+    size_t j;
+    if (r == CKPT_OK && me->events && be->synchronize) r = be->synchronize(be->state, NULL);
+    for (j = 0; me->events && j < me->n && r == CKPT_OK; j++) {
+        float a = 0.0f, b = 0.0f;
+        r = be->event_synchronize(be->state, me->ev[2 * j + 1]);
+        if (r == CKPT_OK) r = be->event_elapsed_ms(be->state, me->ev0, me->ev[2 * j], &a);
+        if (r == CKPT_OK) r = be->event_elapsed_ms(be->state, me->ev0, me->ev[2 * j + 1], &b);
+        me->tr[j].start_ms = a;
+        me->tr[j].end_ms = b;
+    }
+    return r == CKPT_OK ? r : _CKPT_ERR(&ch->lg, r, "ckpt_chain_trace: the backend's events failed");
 }
 
 /* After a step: the events' times into its samples. */
@@ -4854,8 +5035,10 @@ static void _ckpt_measure_medians(_ckpt_sample *s, size_t count, int n, ckpt_sta
 
 static void _ckpt_measure_close(ckpt_chain *ch, _ckpt_measure *me) {
     _ckpt_free_events(ch, me->ev, 2 * me->per_step);
+    if (me->ev0) ch->be.event_destroy(ch->be.state, me->ev0);
     _ckpt_free(&ch->al, me->s);
-    me->ev = NULL; me->s = NULL;
+    _ckpt_free(&ch->al, me->tr);
+    me->ev = NULL; me->s = NULL; me->tr = NULL; me->ev0 = NULL;
 }
 
 /* Samples for every callback of `steps` steps, and events when the backend computes on a stream
@@ -4888,38 +5071,59 @@ static ckpt_result _ckpt_measure_open(ckpt_chain *ch, _ckpt_measure *me, int ste
     return CKPT_OK;
 }
 
-CKPT_API ckpt_result ckpt_chain_measure(ckpt_chain *ch, const void *input, const void *grad_output, void *grad_input,
-                                        int steps, ckpt_stage_time *times) {
-    _ckpt_measure me;
+/* What ckpt_chain_measure and ckpt_chain_trace (fn) refuse before running anything. */
+static ckpt_result _ckpt_measure_check(ckpt_chain *ch, const char *fn, const void *input, const void *grad_output) {
+    if (!input || !grad_output)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_NULL_ARGUMENT, "%s: %s is NULL", fn, input ? "grad_output (G[n])" : "input (X[0])");
+    if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "%s: no plan; call ckpt_chain_plan first", fn);
+    if (ch->state != _CKPT_IDLE)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "%s: a forward is pending; run its backward "
+                         "(or ckpt_chain_reset_step) first", fn);
+    return CKPT_OK;
+}
+
+/* Runs `steps` steps, every lane on the same X[0], G[n] and G[0]; timed through me unless NULL. */
+static ckpt_result _ckpt_measure_run(ckpt_chain *ch, const void *input, const void *grad_output, void *grad_input,
+                                     int steps, _ckpt_measure *me) {
     const void **ins;
     void **gins;
     ckpt_result r = CKPT_OK;
     int s, m;
-    memset(&me, 0, sizeof me);
-    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
-    if (!input || !grad_output)
-        return _CKPT_ERR(&ch->lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_chain_measure: %s is NULL",
-                         input ? "grad_output (G[n])" : "input (X[0])");
-    if (steps < 1) return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_measure: steps is %d; at least 1", steps);
-    if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "ckpt_chain_measure: no plan; call ckpt_chain_plan first");
-    if (ch->state != _CKPT_IDLE)
-        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_chain_measure: a forward is pending; run its backward "
-                         "(or ckpt_chain_reset_step) first");
-    /* every lane gets the same X[0], G[n] and G[0]: ins holds the inputs, then the output gradients */
+    /* ins holds the inputs, then the output gradients */
     ins = (const void **)_ckpt_calloc(&ch->al, 2 * (size_t)ch->lanes, sizeof(void *));
     gins = (void **)_ckpt_calloc(&ch->al, (size_t)ch->lanes, sizeof(void *));
     if (!ins || !gins) r = _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_measure: out of host memory");
     for (m = 0; r == CKPT_OK && m < ch->lanes; m++) {
         ins[m] = input; ins[ch->lanes + m] = grad_output; gins[m] = grad_input;
     }
-    if (r == CKPT_OK && times) r = _ckpt_measure_open(ch, &me, steps);
     for (s = 0; s < steps && r == CKPT_OK; s++) {
-        if (times) { me.step = s; me.n = 0; me.err = CKPT_OK; ch->meas = &me; }
+        if (me) {
+            me->step = s; me->n = 0; me->err = CKPT_OK;
+            if (me->tr && me->events) me->err = ch->be.event_record(ch->be.state, me->ev0, NULL);
+            me->h0 = _ckpt_now_ms();
+            ch->meas = me;
+        }
         r = ckpt_forward_microbatches(ch, ins, NULL);
         if (r == CKPT_OK) r = ckpt_backward_microbatches(ch, ins + ch->lanes, gins);
         ch->meas = NULL;
-        if (r == CKPT_OK && times) r = _ckpt_measure_read(ch, &me);
+        if (r == CKPT_OK && me) r = me->tr ? _ckpt_trace_read(ch, me) : _ckpt_measure_read(ch, me);
     }
+    _ckpt_free(&ch->al, ins);
+    _ckpt_free(&ch->al, gins);
+    return r;
+}
+
+CKPT_API ckpt_result ckpt_chain_measure(ckpt_chain *ch, const void *input, const void *grad_output, void *grad_input,
+                                        int steps, ckpt_stage_time *times) {
+    _ckpt_measure me;
+    ckpt_result r;
+    memset(&me, 0, sizeof me);
+    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    if (steps < 1 && input && grad_output)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_measure: steps is %d; at least 1", steps);
+    if ((r = _ckpt_measure_check(ch, "ckpt_chain_measure", input, grad_output)) != CKPT_OK) return r;
+    if (times && (r = _ckpt_measure_open(ch, &me, steps)) != CKPT_OK) return r;
+    r = _ckpt_measure_run(ch, input, grad_output, grad_input, steps, times ? &me : NULL);
     if (times && r == CKPT_OK) {
         int k;
         _ckpt_measure_medians(me.s, me.per_step * (size_t)steps, ch->n, times);
@@ -4927,8 +5131,6 @@ CKPT_API ckpt_result ckpt_chain_measure(ckpt_chain *ch, const void *input, const
             if (ch->plan->ops[k].kind == CKPT_OP_B) times[ch->plan->ops[k].stage - 1].bwd_option = ch->an.instr[k].opt;
     }
     _ckpt_measure_close(ch, &me);
-    _ckpt_free(&ch->al, ins);
-    _ckpt_free(&ch->al, gins);
     return r;
 }
 
@@ -4969,6 +5171,208 @@ CKPT_API ckpt_result ckpt_chain_set_times(ckpt_chain *ch, const ckpt_stage_time 
     }
     _ckpt_free(&ch->al, c);
     return r;
+}
+
+/* >>trace: ckpt_chain_trace, ckpt_trace_predict, ckpt_trace_json, ckpt_trace_free ---------------
+   A traced step is a measuring step (>>measure) whose spans keep their start and end. */
+
+/* An op's name, for profiler ranges and traces: "F3+ name", "F3+/1 name", "F3 name", "B3 name",
+   "O X3", "P T3", "W T3"; streaming copies "load params 3 name", "load grads 3 name",
+   "store grads 3 name". stage is 1-based, as in the cost model. */
+static void _ckpt_op_label(char *label, size_t cap, ckpt_trace_kind kind, int stage, int tape, int option,
+                           const char *name) {
+    if (kind == CKPT_TRACE_O || kind == CKPT_TRACE_P || kind == CKPT_TRACE_W)
+        snprintf(label, cap, "%c %c%d", kind == CKPT_TRACE_O ? 'O' : kind == CKPT_TRACE_P ? 'P' : 'W', tape ? 'T' : 'X', stage);
+    else if (kind == CKPT_TRACE_PARAM_LOAD || kind == CKPT_TRACE_GRAD_LOAD || kind == CKPT_TRACE_GRAD_STORE)
+        snprintf(label, cap, "%s %d %s", kind == CKPT_TRACE_PARAM_LOAD ? "load params" : kind == CKPT_TRACE_GRAD_LOAD
+                 ? "load grads" : "store grads", stage, name);
+    else if (kind == CKPT_TRACE_F && tape && option)      /* ckpt-plan's text form: F3+/1 */
+        snprintf(label, cap, "F%d+/%d %s", stage, option, name);
+    else
+        snprintf(label, cap, "%c%d%s %s", kind == CKPT_TRACE_F ? 'F' : 'B', stage, kind == CKPT_TRACE_F && tape ? "+" : "", name);
+}
+
+CKPT_API void ckpt_trace_free(ckpt_trace *t) {
+    if (!t) return;
+    _ckpt_free(&t->allocator, t->events);
+    _ckpt_free(&t->allocator, t->names);
+    memset(t, 0, sizeof *t);
+}
+
+/* Copies n stage names (NULL: "stage <i>") into t->names: one block, the pointers then the text. */
+static ckpt_result _ckpt_trace_names(ckpt_trace *t, int n, const char *const *names) {
+    size_t bytes = (size_t)n * sizeof(char *), at;
+    char num[32];
+    int i;
+    for (i = 0; i < n; i++) bytes += (names && names[i] ? strlen(names[i]) : (size_t)snprintf(num, sizeof num, "stage %d", i)) + 1;
+    if (!(t->names = (char **)_ckpt_malloc(&t->allocator, bytes))) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+    at = (size_t)n * sizeof(char *);
+    for (i = 0; i < n; i++) {
+        t->names[i] = (char *)t->names + at;
+        if (names && names[i]) memcpy(t->names[i], names[i], strlen(names[i]) + 1);
+        else snprintf(t->names[i], sizeof num, "stage %d", i);
+        at += strlen(t->names[i]) + 1;
+    }
+    t->n_stages = n;
+    return CKPT_OK;
+}
+
+/* Spans for one step: per F or B op a callback per lane and, when streaming, up to five copies
+   (two parameter loads, two gradient loads, a store); per O or P op a copy per lane; per W one.
+   Events (two per span and ev0) when the backend has every event entry. */
+static ckpt_result _ckpt_trace_open(ckpt_chain *ch, _ckpt_measure *me) {
+    const ckpt_backend *be = &ch->be;
+    size_t k, cap = 0;
+    ckpt_result r = CKPT_OK;
+    memset(me, 0, sizeof *me);
+    for (k = 0; k < (size_t)ch->plan->info.n_ops; k++) {
+        ckpt_op_kind kind = ch->plan->ops[k].kind;
+        cap += kind == CKPT_OP_W ? 1 : (size_t)ch->lanes + (kind <= CKPT_OP_B && ch->streaming ? 5 : 0);
+    }
+    me->per_step = cap;
+    me->events = be->event_create && be->event_destroy && be->event_record && be->event_synchronize && be->event_elapsed_ms;
+    me->tr = (ckpt_trace_event *)_ckpt_calloc(&ch->al, cap + 1, sizeof *me->tr);
+    if (me->events) me->ev = (void **)_ckpt_calloc(&ch->al, 2 * cap + 1, sizeof(void *));
+    if (!me->tr || (me->events && !me->ev)) {
+        _ckpt_measure_close(ch, me);
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_HOST_MEMORY, "ckpt_chain_trace: out of host memory");
+    }
+    if (me->events) r = be->event_create(be->state, &me->ev0);
+    for (k = 0; me->events && k < 2 * cap && r == CKPT_OK; k++) r = be->event_create(be->state, &me->ev[k]);
+    if (r != CKPT_OK) {
+        _ckpt_measure_close(ch, me);
+        return _CKPT_ERR(&ch->lg, r, "ckpt_chain_trace: the backend could not create its %llu events",
+                         (unsigned long long)(2 * cap + 1));
+    }
+    return CKPT_OK;
+}
+
+CKPT_API ckpt_result ckpt_chain_trace(ckpt_chain *ch, const void *input, const void *grad_output, void *grad_input,
+                                      ckpt_trace *out) {
+    _ckpt_measure me;
+    ckpt_result r;
+    if (out) memset(out, 0, sizeof *out);
+    if (!ch) return CKPT_ERR_NULL_ARGUMENT;
+    if (!out) return _CKPT_ERR(&ch->lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_chain_trace: out is NULL");
+    if ((r = _ckpt_measure_check(ch, "ckpt_chain_trace", input, grad_output)) != CKPT_OK) return r;
+    if ((r = _ckpt_trace_open(ch, &me)) != CKPT_OK) return r;
+    r = _ckpt_measure_run(ch, input, grad_output, grad_input, 1, &me);
+    out->allocator = ch->al;
+    if (r == CKPT_OK && (r = _ckpt_trace_names(out, ch->n, (const char *const *)ch->names)) != CKPT_OK)
+        r = _CKPT_ERR(&ch->lg, r, "ckpt_chain_trace: out of host memory");
+    if (r == CKPT_OK) {
+        out->events = me.tr;
+        out->n_events = (int)me.n;
+        out->microbatches = ch->lanes;
+        out->events_clock = me.events;
+        me.tr = NULL;           /* the trace's now */
+    } else {
+        ckpt_trace_free(out);
+    }
+    _ckpt_measure_close(ch, &me);
+    return r;
+}
+
+CKPT_API ckpt_result ckpt_trace_predict(const ckpt_cost *costs, int n, const ckpt_op *ops, int n_ops, double bandwidth_d2h,
+                                        double bandwidth_h2d, double ms_per_unit, const char *const *names, ckpt_trace *out) {
+    _ckpt_analysis an;
+    _ckpt_link link;
+    double *span;
+    ckpt_result r;
+    int k, have_an;
+    if (!out) return CKPT_ERR_NULL_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!(ms_per_unit > 0 && ms_per_unit < DBL_MAX) || !(bandwidth_d2h >= 0 && bandwidth_d2h < DBL_MAX) ||
+        !(bandwidth_h2d >= 0 && bandwidth_h2d < DBL_MAX))
+        return CKPT_ERR_BAD_ARGUMENT;
+    if (n_ops < 0) return CKPT_ERR_BAD_INDEX;
+    link.d2h = bandwidth_d2h;
+    link.h2d = bandwidth_h2d > 0 ? bandwidth_h2d : bandwidth_d2h;
+    if (!(span = (double *)_ckpt_calloc(NULL, 2 * (size_t)n_ops + 1, sizeof *span))) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+    r = _ckpt_simulate(costs, n, ops, n_ops, bandwidth_d2h > 0 ? &link : NULL, 1, span, &an, NULL);
+    have_an = r == CKPT_OK;
+    if (r == CKPT_OK && !(out->events = (ckpt_trace_event *)_ckpt_calloc(NULL, (size_t)n_ops + 1, sizeof *out->events)))
+        r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+    for (k = 0; r == CKPT_OK && k < n_ops; k++) {
+        const ckpt_op *op = &ops[k];
+        ckpt_trace_event *e = &out->events[k];
+        e->kind = (ckpt_trace_kind)op->kind;
+        e->lane = op->kind == CKPT_OP_O ? CKPT_TRACE_D2H : op->kind == CKPT_OP_P ? CKPT_TRACE_H2D : CKPT_TRACE_COMPUTE;
+        e->op = k; e->stage = op->stage - 1;
+        e->tape = op->kind == CKPT_OP_B ? 0 : op->tape;
+        e->option = op->kind <= CKPT_OP_B ? an.instr[k].opt : 0;
+        e->microbatch = op->kind == CKPT_OP_W ? -1 : 0;
+        e->bytes = op->kind == CKPT_OP_O ? an.hbufs[an.instr[k].out].bytes : op->kind == CKPT_OP_P ? an.hbufs[an.instr[k].in].bytes : 0;
+        e->start_ms = span[2 * k] * ms_per_unit;
+        e->end_ms = span[2 * k + 1] * ms_per_unit;
+    }
+    if (have_an) _ckpt_analysis_free(NULL, &an);
+    if (r == CKPT_OK) {
+        out->n_events = n_ops;
+        out->microbatches = 1;
+        out->predicted = 1;
+        r = _ckpt_trace_names(out, n, names);
+    }
+    _ckpt_free(NULL, span);
+    if (r != CKPT_OK) ckpt_trace_free(out);
+    return r;
+}
+
+/* snprintf into a caller's buffer that counts what did not fit. */
+typedef struct _ckpt_out { char *buf; size_t size, len; } _ckpt_out;
+
+static void _ckpt_outf(_ckpt_out *o, const char *fmt, ...) {
+    va_list ap;
+    int k;
+    va_start(ap, fmt);
+    k = vsnprintf(o->len < o->size ? o->buf + o->len : NULL, o->len < o->size ? o->size - o->len : 0, fmt, ap);
+    va_end(ap);
+    if (k > 0) o->len += (size_t)k;
+}
+
+/* Text inside a JSON string: quotes, backslashes and control characters escaped. */
+static void _ckpt_out_json_chars(_ckpt_out *o, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') _ckpt_outf(o, "\\%c", c);
+        else if (c < 0x20) _ckpt_outf(o, "\\u%04x", c);
+        else _ckpt_outf(o, "%c", c);
+    }
+}
+
+CKPT_API ckpt_result ckpt_trace_json(const ckpt_trace *t, char *buf, size_t size, size_t *length) {
+    static const char *const lanes[3] = { "compute", "host-to-device", "device-to-host" };
+    static const char *const cats[8] = { "F", "B", "O", "P", "W", "param_load", "grad_load", "grad_store" };
+    _ckpt_out o;
+    int i, pid;
+    if (!t || !length || (!buf && size)) return CKPT_ERR_NULL_ARGUMENT;
+    o.buf = buf; o.size = size; o.len = 0;
+    pid = t->predicted ? 2 : 1;
+    _ckpt_outf(&o, "{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+               "\"args\":{\"name\":\"ckpt step (%s)\"}}", pid, t->predicted ? "predicted" : "measured");
+    for (i = 0; i < 3; i++)
+        _ckpt_outf(&o, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+                   pid, i, lanes[i]);
+    for (i = 0; i < t->n_events; i++) {
+        const ckpt_trace_event *e = &t->events[i];
+        const char *name = e->stage >= 0 && e->stage < t->n_stages ? t->names[e->stage] : "?";
+        char label[64];
+        /* the label with an empty name ("F3+ ", "O X3"), then the stage name in full */
+        _ckpt_op_label(label, sizeof label, e->kind, e->stage + 1, e->tape, e->option, "");
+        _ckpt_outf(&o, ",\n{\"name\":\"");
+        _ckpt_out_json_chars(&o, label);
+        if (e->kind != CKPT_TRACE_O && e->kind != CKPT_TRACE_P && e->kind != CKPT_TRACE_W) _ckpt_out_json_chars(&o, name);
+        _ckpt_outf(&o, "\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":%d,"
+                   "\"stage\":%d,\"stage_name\":\"", (unsigned)e->kind < 8 ? cats[e->kind] : "?", pid, (int)e->lane,
+                   e->start_ms * 1e3, (e->end_ms - e->start_ms) * 1e3, e->op, e->stage);
+        _ckpt_out_json_chars(&o, name);
+        _ckpt_outf(&o, "\",\"tape\":%d,\"option\":%d,\"microbatch\":%d,\"bytes\":%llu}}", e->tape, e->option,
+                   e->microbatch, (unsigned long long)e->bytes);
+    }
+    _ckpt_outf(&o, "\n],\"displayTimeUnit\":\"ms\"}\n");
+    if (size) buf[o.len < size ? o.len : size - 1] = '\0';
+    *length = o.len;
+    return CKPT_OK;
 }
 
 /* >>executor ------------------------------------------------------------------------------------ */
@@ -5079,7 +5483,7 @@ static ckpt_result _ckpt_run_forward_op(ckpt_chain *ch, const ckpt_op *op, const
     a.params = params;
     if (ch->meas) _ckpt_measure_begin(ch);
     r = st->forward(&a);
-    if (ch->meas) _ckpt_measure_end(ch, i, 0);
+    if (ch->meas) _ckpt_measure_end(ch, in->opt, lane);
     if (!in->first && hb) ch->hooks.restore(cur, ch->hooks.user);
     if (ctx._rng_error) return ctx._rng_error;     /* a refused draw: reported by ckpt_ctx_rng */
     if (r != CKPT_OK) return _ckpt_fail_stage(ch, i, in->first ? "forward" : "forward (recomputation)", r);
@@ -5117,22 +5521,16 @@ static ckpt_result _ckpt_run_backward_op(ckpt_chain *ch, const ckpt_op *op, cons
     a.param_grads = pgrads;
     if (ch->meas) _ckpt_measure_begin(ch);
     r = st->backward(&a);
-    if (ch->meas) _ckpt_measure_end(ch, i, 1);
+    if (ch->meas) _ckpt_measure_end(ch, in->opt, lane);
     if (ctx._rng_error) return ctx._rng_error;
     return r == CKPT_OK ? CKPT_OK : _ckpt_fail_stage(ch, i, "backward", r);
 }
 
-/* Names the operation for a profiler: "F3+ name", "F3+/1 name", "F3 name", "B3 name", "O X3", "P T3", "W T3". */
+/* Names the operation for a profiler (_ckpt_op_label). */
 static void _ckpt_range_push(ckpt_chain *ch, const ckpt_op *op) {
     char label[96];
-    if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P || op->kind == CKPT_OP_W)
-        snprintf(label, sizeof label, "%c %c%d", op->kind == CKPT_OP_O ? 'O' : op->kind == CKPT_OP_P ? 'P' : 'W',
-                 op->tape ? 'T' : 'X', op->stage);
-    else if (op->kind == CKPT_OP_F && op->tape && op->option)      /* ckpt-plan's text form: F3+/1 */
-        snprintf(label, sizeof label, "F%d+/%d %s", op->stage, op->option, _ckpt_stage_name(ch, op->stage - 1));
-    else
-        snprintf(label, sizeof label, "%c%d%s %s", op->kind == CKPT_OP_F ? 'F' : 'B', op->stage,
-                 op->kind == CKPT_OP_F && op->tape ? "+" : "", _ckpt_stage_name(ch, op->stage - 1));
+    _ckpt_op_label(label, sizeof label, (ckpt_trace_kind)op->kind, op->stage, op->tape, op->option,
+                   _ckpt_stage_name(ch, op->stage - 1));
     ch->be.range_push(ch->be.state, label);
 }
 
@@ -5166,8 +5564,11 @@ static ckpt_result _ckpt_run_copy_op(ckpt_chain *ch, int k, int lane) {
         if (r == CKPT_OK && in->src_op >= 0 && _ckpt_ev_ok(ch, in->src_op))   /* P: its O's data; O: the P that brought it back */
             r = be->stream_wait_event(be->state, stream, ch->ev_done[(size_t)in->src_op * ch->lanes + lane]);
     }
+    if (r == CKPT_OK && _ckpt_tracing(ch)) _ckpt_span_begin(ch, stream);
     if (r == CKPT_OK && hb->bytes)
         r = be->copy_async(be->state, is_o ? (void *)host : dev, is_o ? dev : (const void *)host, (size_t)hb->bytes, dir, stream);
+    if (r == CKPT_OK && _ckpt_tracing(ch))
+        _ckpt_trace_span(ch, stream, is_o ? CKPT_TRACE_O : CKPT_TRACE_P, op->stage - 1, op->tape, 0, lane, hb->bytes);
     if (r == CKPT_OK && stream) r = be->event_record(be->state, ch->ev_done[e], stream);
     if (r == CKPT_OK && stream && in->unread) r = be->stream_wait_event(be->state, NULL, ch->ev_done[e]);
     if (r != CKPT_OK)
@@ -5214,7 +5615,9 @@ static ckpt_result _ckpt_param_load(ckpt_chain *ch, int slot, int stage) {
     void *stream = ch->async ? be->copy_stream(be->state, CKPT_COPY_HOST_TO_DEVICE) : NULL;
     ckpt_result r = CKPT_OK;
     if (stream && ch->pfree_recorded[slot]) r = be->stream_wait_event(be->state, stream, ch->ev_pfree[slot]);
+    if (r == CKPT_OK && _ckpt_tracing(ch)) _ckpt_span_begin(ch, stream);
     if (r == CKPT_OK) r = be->copy_async(be->state, ch->pslot[slot], st->host_params, st->param_bytes, CKPT_COPY_HOST_TO_DEVICE, stream);
+    if (r == CKPT_OK && _ckpt_tracing(ch)) _ckpt_trace_span(ch, stream, CKPT_TRACE_PARAM_LOAD, stage, 0, 0, -1, st->param_bytes);
     if (r == CKPT_OK && stream) r = be->event_record(be->state, ch->ev_pload[slot], stream);
     if (r != CKPT_OK) {
         ch->pslot_stage[slot] = -1;
@@ -5281,7 +5684,9 @@ static ckpt_result _ckpt_grad_load(ckpt_chain *ch, int g, int stage) {
     ckpt_result r = CKPT_OK;
     ch->gslot_stage[g] = -1;
     if (stream && ch->gdone_recorded[g]) r = be->stream_wait_event(be->state, stream, ch->ev_gdone[g]);
+    if (r == CKPT_OK && _ckpt_tracing(ch)) _ckpt_span_begin(ch, stream);
     if (r == CKPT_OK) r = be->copy_async(be->state, ch->gslot[g], st->host_grads, st->param_bytes, CKPT_COPY_HOST_TO_DEVICE, stream);
+    if (r == CKPT_OK && _ckpt_tracing(ch)) _ckpt_trace_span(ch, stream, CKPT_TRACE_GRAD_LOAD, stage, 0, 0, -1, st->param_bytes);
     if (r == CKPT_OK && stream) r = be->event_record(be->state, ch->ev_gload[g], stream);
     if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "stage %d (%s): loading its host_grads failed", stage, _ckpt_stage_name(ch, stage));
     ch->gslot_stage[g] = stage;
@@ -5329,9 +5734,12 @@ static ckpt_result _ckpt_grad_end(ckpt_chain *ch, int stage, int g) {
         r = be->event_record(be->state, ch->ev_bdone, NULL);
         if (r == CKPT_OK) r = be->stream_wait_event(be->state, stream, ch->ev_bdone);
     }
+    if (r == CKPT_OK && _ckpt_tracing(ch)) _ckpt_span_begin(ch, stream);
     if (r == CKPT_OK)
         r = be->copy_async(be->state, ch->stages[stage].host_grads, ch->gslot[g], ch->stages[stage].param_bytes,
                            CKPT_COPY_DEVICE_TO_HOST, stream);
+    if (r == CKPT_OK && _ckpt_tracing(ch))
+        _ckpt_trace_span(ch, stream, CKPT_TRACE_GRAD_STORE, stage, 0, 0, -1, ch->stages[stage].param_bytes);
     if (r == CKPT_OK && stream) r = be->event_record(be->state, ch->ev_gdone[g], stream);
     if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "stage %d (%s): copying its gradients back failed", stage, _ckpt_stage_name(ch, stage));
     ch->gdone_recorded[g] = stream != NULL;
@@ -5398,11 +5806,14 @@ static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *c
         const ckpt_op *op = &ch->plan->ops[k];
         ckpt_result r = CKPT_OK;
         if (ch->be.range_push) _ckpt_range_push(ch, op);
-        if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P)
+        if (ch->meas) ch->meas->op = k;
+        if (op->kind == CKPT_OP_O || op->kind == CKPT_OP_P) {
             for (m = 0; m < ch->lanes && r == CKPT_OK; m++) r = _ckpt_run_copy_op(ch, k, m);
-        else if (op->kind == CKPT_OP_W)
+        } else if (op->kind == CKPT_OP_W) {
+            if (_ckpt_tracing(ch)) _ckpt_span_begin(ch, NULL);
             r = _ckpt_run_wait_op(ch, k);
-        else
+            if (r == CKPT_OK && _ckpt_tracing(ch)) _ckpt_trace_span(ch, NULL, CKPT_TRACE_W, op->stage - 1, op->tape, 0, -1, 0);
+        } else
             r = _ckpt_run_compute_op(ch, k, to, gouts, gins);
         if (ch->be.range_pop) ch->be.range_pop(ch->be.state);
         if (r != CKPT_OK) return r;

@@ -15,8 +15,10 @@
      popped once per operation; then the same with the weights streamed from pinned host memory
      (args->params, host_grads), against streamed store-all;
    - ckpt_chain_measure on the device: timed through the backend's events (two records on the
-     compute stream per callback), one sample per F and B op of the plan, and its steps are
-     ordinary steps: the same gradients as two ckpt_forward/ckpt_backward steps;
+     compute stream per callback), one sample per F and B op of the plan; then ckpt_chain_trace
+     (STEP TIMELINE): every F, B, W on the compute lane in schedule order without overlaps, O and
+     P once per op on their copy lanes, start <= end, timed by events; the measured and the traced
+     step are ordinary steps: the same gradients as two ckpt_forward/ckpt_backward steps;
    - graph mode (ckpt_chain_desc.graphs) on a stream of its own: random chains of dropout layers
      under store-all, optimal and offload (copies inside the graphs), 8 steps each against the
      same chain without graphs: gradients and outputs bit-identical after every step (replays
@@ -418,8 +420,34 @@ static ckpt_result count_record(void *state, void *event, void *stream) {
 static void count_push(void *state, const char *label) { (void)state; if (pushes - pops != 0 || !label || !label[0]) depth_bad++; pushes++; }
 static void count_pop(void *state) { (void)state; pops++; if (pops > pushes) depth_bad++; }
 
+/* A trace of one step of the plan ops (one lane) against the schedule. */
+static void check_trace(const ckpt_trace *t, const ckpt_op *ops, int n_ops) {
+    int want[8] = {0}, got[8] = {0}, i, k = 0, order = 0, lane = 0, time = 0, overlap = 0;
+    double end = -1.0;
+    for (i = 0; i < n_ops; i++) want[ops[i].kind]++;
+    for (i = 0; i < t->n_events; i++) {
+        const ckpt_trace_event *e = &t->events[i];
+        ckpt_trace_lane l = e->kind == CKPT_TRACE_O || e->kind == CKPT_TRACE_GRAD_STORE ? CKPT_TRACE_D2H
+                          : e->kind == CKPT_TRACE_P || e->kind == CKPT_TRACE_PARAM_LOAD || e->kind == CKPT_TRACE_GRAD_LOAD
+                          ? CKPT_TRACE_H2D : CKPT_TRACE_COMPUTE;
+        if ((unsigned)e->kind < 8) got[e->kind]++;
+        lane += e->lane != l;
+        time += !(e->end_ms >= e->start_ms && e->start_ms > -1.0);
+        if (e->lane != CKPT_TRACE_COMPUTE) continue;
+        while (k < n_ops && (ops[k].kind == CKPT_OP_O || ops[k].kind == CKPT_OP_P)) k++;
+        order += k >= n_ops || e->op != k || (int)ops[k].kind != (int)e->kind || ops[k].stage - 1 != e->stage;
+        k++;
+        overlap += e->start_ms < end;
+        end = e->end_ms;
+    }
+    for (i = 0; i < 5; i++) CHECK(got[i] == want[i], "trace: %d events of kind %d, the schedule has %d", got[i], i, want[i]);
+    CHECK(t->events_clock == 1 && lane == 0 && time == 0 && order == 0 && overlap == 0,
+          "trace: events clock %d, %d on the wrong lane, %d with bad times, %d out of order, %d overlapping",
+          t->events_clock, lane, time, order, overlap);
+}
+
 /* Plans c at pd and runs two steps: ckpt_forward and ckpt_backward, or with `measure`
-   ckpt_chain_measure (whose samples and event records are checked). */
+   ckpt_chain_measure (whose samples and event records are checked) and ckpt_chain_trace. */
 static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, std::vector<float> *g, ckpt_plan_info *info,
                        ckpt_chain_stats *stats, const ckpt_backend *be, int streamed, int measure = 0) {
     ckpt_chain_desc cd;
@@ -457,14 +485,21 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, std::vector<floa
             callbacks += ops[k].kind == CKPT_OP_F || ops[k].kind == CKPT_OP_B;
         }
         records = 0;
-        rm = ckpt_chain_measure(ch, c->x, c->gy, c->gx, 2, t.data());
+        rm = ckpt_chain_measure(ch, c->x, c->gy, c->gx, 1, t.data());
         CHECK(rm == CKPT_OK, "measure: %s", ckpt_result_string(rm));
-        CHECK(streamed || info->n_offloaded ? records >= 2 * 2 * callbacks : records == 2 * 2 * callbacks,
-              "%d event records on the compute stream for 2 steps of %d callbacks", records, callbacks);
+        CHECK(streamed || info->n_offloaded ? records >= 2 * callbacks : records == 2 * callbacks,
+              "%d event records on the compute stream for a step of %d callbacks", records, callbacks);
         for (i = 0; i < c->n && rm == CKPT_OK; i++)
-            CHECK(t[i].fwd_count == 2 * f[i] && t[i].bwd_count == 2 && t[i].fwd_time >= 0 && t[i].bwd_time >= 0 &&
+            CHECK(t[i].fwd_count == f[i] && t[i].bwd_count == 1 && t[i].fwd_time >= 0 && t[i].bwd_time >= 0 &&
                   t[i].fwd_time < 1e4 && t[i].bwd_time < 1e4, "stage %d: fwd %g ms (%d samples, %d F ops), bwd %g ms (%d)",
                   i, t[i].fwd_time, t[i].fwd_count, f[i], t[i].bwd_time, t[i].bwd_count);
+        {
+            ckpt_trace tr;
+            ckpt_result rt = ckpt_chain_trace(ch, c->x, c->gy, c->gx, &tr);
+            CHECK(rt == CKPT_OK, "trace: %s", ckpt_result_string(rt));
+            if (rt == CKPT_OK) check_trace(&tr, ops, n_ops);
+            ckpt_trace_free(&tr);
+        }
         *g = gather(c);
         ckpt_chain_get_stats(ch, stats);
     } else if (r == CKPT_OK) {

@@ -6,7 +6,7 @@
 
        ckpt-plan [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]
                  [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]
-                 [--time-unit s|ms|us] [--json] FILE.csv
+                 [--time-unit s|ms|us] [--json] [--trace FILE.json] FILE.csv
        ckpt-plan --sweep PREFIX [--points N] [--k K] [--bandwidth BYTES_PER_S] [...] FILE.csv
 
    The offload policy also moves boundaries and tapes to pinned host memory over a link of
@@ -47,6 +47,14 @@
    ["P", i], ["W", i], ["OT", i], ["PT", i], ["WT", i]; each "stage_plan" entry has "tape_option",
    the option of the tape its backward consumed (0 on a stage without options).
 
+   Trace: --trace FILE.json also writes the timeline the cost model predicts for the plan
+   (ckpt_trace_predict): Chrome trace-event JSON that chrome://tracing and ui.perfetto.dev open,
+   with the lanes ("compute", "host-to-device", "device-to-host") and the op names ("F3+ attn",
+   "B3 attn", "O X3", "P T3", "W T3") of a measured trace (ckpt_chain_trace), so that the two can
+   be compared side by side (their traceEvents arrays may be joined: pid 2 is the prediction, 1
+   the measurement). Times are read in --time-unit (default s) and shown in ms. Not with --sweep;
+   an infeasible plan writes no file.
+
    Sweep: --sweep PREFIX plans every policy (store-all, every-k, sqrt, greedy, optimal, and offload
    when --bandwidth is given: without a link it would plan what optimal does) for N budgets
    (--points, 2 to 1000, default 40) spread evenly from the smallest feasible budget of any policy
@@ -66,7 +74,7 @@
 
    Exit status: 0 the plan is feasible (--sweep: both files written); 3 the budget is infeasible
    (stderr names the smallest feasible budget); 2 bad input or usage (stderr names the file, line
-   and problem; also a chain too long for the chosen policy, and a --sweep file that cannot be
+   and problem; also a chain too long for the chosen policy, and a --sweep or --trace file that cannot be
    created); 1 an internal or library failure (also a failed write). */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -1428,13 +1436,44 @@ static int run_sweep(const model *m, const char *file, const char *prefix, int n
 }
 
 /* ---------------------------------------------------------------------------------------------
+   --trace: the plan's predicted timeline as Chrome trace-event JSON. Returns an exit status. */
+static int write_trace(const char *path, const model *m, const ckpt_op *ops, int n_ops, double bw, double bw_h2d,
+                       double ms_per_unit) {
+    ckpt_trace t;
+    size_t len = 0;
+    char *json;
+    FILE *f;
+    int ok;
+    ckpt_result r = ckpt_trace_predict(m->costs, m->n, ops, n_ops, bw, bw_h2d, ms_per_unit,
+                                       (const char *const *)m->names, &t);
+    if (r == CKPT_OK) r = ckpt_trace_json(&t, NULL, 0, &len);
+    if (r != CKPT_OK) {
+        fprintf(stderr, "%s: --trace: %s\n", PROG, ckpt_result_description(r));
+        ckpt_trace_free(&t);
+        return EXIT_INTERNAL;
+    }
+    json = (char *)xmalloc(len + 1);
+    ckpt_trace_json(&t, json, len + 1, &len);
+    ckpt_trace_free(&t);
+    f = fopen(path, "wb");
+    ok = f && fwrite(json, 1, len, f) == len;
+    if (f && fclose(f) != 0) ok = 0;
+    free(json);
+    if (!ok) {
+        fprintf(stderr, "%s: --trace: cannot write '%s': %s\n", PROG, path, strerror(errno));
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
    main */
 
 static void usage(FILE *o) {
     fprintf(o,
             "usage: %s [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]\n"
             "                 [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]\n"
-            "                 [--time-unit s|ms|us] [--json] FILE.csv\n"
+            "                 [--time-unit s|ms|us] [--json] [--trace FILE.json] FILE.csv\n"
             "       %s --sweep PREFIX [--points N] [--k K] [--bandwidth BYTES_PER_S] [...] FILE.csv\n"
             "\n"
             "Plans activation checkpointing for a chain of stages (ckpt.h's planner).\n"
@@ -1449,6 +1488,9 @@ static void usage(FILE *o) {
             "  --host-budget BYTES  offload: pinned host bytes allowed (default: no cap)\n"
             "  --time-unit U  the unit of the CSV times for --bandwidth: s (default), ms or us\n"
             "  --json         print one JSON object instead of the summary and table\n"
+            "  --trace FILE   also write the plan's predicted timeline to FILE as Chrome\n"
+            "                 trace-event JSON (chrome://tracing, ui.perfetto.dev); times are\n"
+            "                 read in --time-unit\n"
             "  --sweep PREFIX plan every policy (offload only with --bandwidth) for N budgets from\n"
             "                 the smallest feasible to store-all's peak; write PREFIX.csv (one row\n"
             "                 per feasible policy and budget) and PREFIX.svg (time / store-all\n"
@@ -1505,7 +1547,7 @@ int main(int argc, char **argv) {
     int k = 0, k_given = 0, json = 0, budget_given = 0, i, rc;
     uint64_t budget = 0, host_budget = 0;
     double bandwidth = 0, bandwidth_h2d = 0, per_unit = 1;
-    const char *time_unit = "s", *sweep = NULL;
+    const char *time_unit = "s", *sweep = NULL, *trace = NULL;
     int opts_done = 0, points = SWEEP_DEFAULT_POINTS, points_given = 0;
     model m;
     ckpt_plan_desc pd;
@@ -1552,6 +1594,9 @@ int main(int argc, char **argv) {
                 if (missing) return usage_error("option --host-budget needs a value");
                 if (!parse_budget(val, &host_budget))
                     return usage_error("--host-budget: '%s' is not a byte count", val);
+            } else if (take_value(argc, argv, &i, "--trace", &val, &missing)) {
+                if (missing) return usage_error("option --trace needs a value (a file name)");
+                trace = val;
             } else if (take_value(argc, argv, &i, "--sweep", &val, &missing)) {
                 if (missing) return usage_error("option --sweep needs a value (a file prefix)");
                 sweep = val;
@@ -1593,6 +1638,7 @@ int main(int argc, char **argv) {
             return usage_error("--sweep: '%s' names a directory; give a file prefix such as '%ssweep'",
                                show(sweep, b, sizeof b), show(sweep, b, sizeof b));
         if (json) return usage_error("--sweep writes files; it does not combine with --json");
+        if (trace) return usage_error("--sweep writes files; it does not combine with --trace");
         if (policy_arg || budget_given)
             fprintf(stderr, "%s: warning: --sweep plans every policy over a range of budgets; "
                             "--policy and --budget are ignored\n", PROG);
@@ -1728,6 +1774,7 @@ int main(int argc, char **argv) {
 
     if (json) print_json(stdout, &res);
     else print_text(stdout, &res);
+    if (trace) rc = write_trace(trace, &m, res.ops, res.n_ops, pd.bandwidth, pd.bandwidth_h2d, per_unit * 1e3);
 
     free(sv);
     ckpt_plan_destroy(plan);
@@ -1736,5 +1783,5 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: error writing the output\n", PROG);
         return EXIT_INTERNAL;
     }
-    return EXIT_OK;
+    return rc;
 }
