@@ -1319,7 +1319,8 @@ CKPT_API ckpt_result ckpt_trace_predict(const ckpt_cost *costs, int n, const ckp
                                         double bandwidth_d2h, double bandwidth_h2d, double ms_per_unit,
                                         const char *const *names, ckpt_trace *out);
 /* The trace as Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev): one "X" event per
-   trace event, ts and dur in microseconds; pid 1 for a measured trace, 2 for a predicted one (so
+   trace event, ts and dur in microseconds with three decimals (a decimal point whatever
+   LC_NUMERIC says); pid 1 for a measured trace, 2 for a predicted one (so
    the two files' traceEvents can be joined); tid 0 "compute", 1 "host-to-device", 2
    "device-to-host". Writes at most size bytes (NUL included) into buf (may be NULL with size
    0), like snprintf, and the full length without the NUL into *length: call with size 0 to
@@ -5340,6 +5341,14 @@ static void _ckpt_out_json_chars(_ckpt_out *o, const char *s) {
     }
 }
 
+/* ms as microseconds with three decimals, written digit by digit: "%.3f" would follow the
+   caller's LC_NUMERIC (a decimal comma in some locales: not JSON). */
+static void _ckpt_out_us(_ckpt_out *o, double ms) {
+    double ns = ms * 1e6;
+    long long v = (long long)(ns < 0 ? ns - 0.5 : ns + 0.5);
+    _ckpt_outf(o, "%s%lld.%03lld", v < 0 ? "-" : "", (v < 0 ? -v : v) / 1000, (v < 0 ? -v : v) % 1000);
+}
+
 CKPT_API ckpt_result ckpt_trace_json(const ckpt_trace *t, char *buf, size_t size, size_t *length) {
     static const char *const lanes[3] = { "compute", "host-to-device", "device-to-host" };
     static const char *const cats[8] = { "F", "B", "O", "P", "W", "param_load", "grad_load", "grad_store" };
@@ -5362,9 +5371,12 @@ CKPT_API ckpt_result ckpt_trace_json(const ckpt_trace *t, char *buf, size_t size
         _ckpt_outf(&o, ",\n{\"name\":\"");
         _ckpt_out_json_chars(&o, label);
         if (e->kind != CKPT_TRACE_O && e->kind != CKPT_TRACE_P && e->kind != CKPT_TRACE_W) _ckpt_out_json_chars(&o, name);
-        _ckpt_outf(&o, "\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":%d,"
-                   "\"stage\":%d,\"stage_name\":\"", (unsigned)e->kind < 8 ? cats[e->kind] : "?", pid, (int)e->lane,
-                   e->start_ms * 1e3, (e->end_ms - e->start_ms) * 1e3, e->op, e->stage);
+        _ckpt_outf(&o, "\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":",
+                   (unsigned)e->kind < 8 ? cats[e->kind] : "?", pid, (int)e->lane);
+        _ckpt_out_us(&o, e->start_ms);
+        _ckpt_outf(&o, ",\"dur\":");
+        _ckpt_out_us(&o, e->end_ms - e->start_ms);
+        _ckpt_outf(&o, ",\"args\":{\"op\":%d,\"stage\":%d,\"stage_name\":\"", e->op, e->stage);
         _ckpt_out_json_chars(&o, name);
         _ckpt_outf(&o, "\",\"tape\":%d,\"option\":%d,\"microbatch\":%d,\"bytes\":%llu}}", e->tape, e->option,
                    e->microbatch, (unsigned long long)e->bytes);

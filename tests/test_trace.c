@@ -23,6 +23,7 @@
 #include "../ckpt.h"
 #include "../backends/ckpt_cpu.h"
 
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -538,12 +539,45 @@ static void test_predict_errors(void) {
     ckpt_trace_free(&t);
 }
 
+/* ts and dur: microseconds with three decimals, rounded, digits only (no "%f": LC_NUMERIC),
+   from a trace made by hand. Where a locale with a decimal comma is installed, also under it. */
+static void test_json_numbers(void) {
+    static const char *const locales[] = { "de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8" };
+    ckpt_trace_event ev[2];
+    char *names[1];
+    char name[] = "s";
+    char buf[4096];
+    ckpt_trace t;
+    size_t len = 0;
+    int i, k;
+    memset(ev, 0, sizeof ev);
+    memset(&t, 0, sizeof t);
+    names[0] = name;
+    ev[0].kind = CKPT_TRACE_F; ev[0].start_ms = 0.0015; ev[0].end_ms = 2.0;      /* 1.5 us, 1998.5 us */
+    ev[1].kind = CKPT_TRACE_B; ev[1].start_ms = 1234.56789; ev[1].end_ms = 1234.5679004;   /* rounds to 0.500 us */
+    t.events = ev; t.n_events = 2; t.n_stages = 1; t.microbatches = 1; t.names = names;
+    for (k = 0; k <= (int)(sizeof locales / sizeof locales[0]); k++) {
+        const char *lc = k == 0 ? "C" : setlocale(LC_NUMERIC, locales[k - 1]);
+        if (!lc) continue;
+        CHECK(ckpt_trace_json(&t, buf, sizeof buf, &len) == CKPT_OK && len < sizeof buf, "json (%s)", lc);
+        CHECK(strstr(buf, "\"ts\":1.500,\"dur\":1998.500,") != NULL, "F's ts and dur (%s): %s", lc, buf);
+        CHECK(strstr(buf, "\"ts\":1234567.890,\"dur\":0.010,") != NULL, "B's ts and dur (%s): %s", lc, buf);
+        for (i = 0; buf[i]; i++)
+            if (buf[i] == ',' && i > 0 && buf[i - 1] >= '0' && buf[i - 1] <= '9' && buf[i + 1] >= '0' && buf[i + 1] <= '9')
+                break;
+        CHECK(!buf[i], "a decimal comma in the JSON (%s) at %d", lc, i);
+        if (k) printf("test_trace: JSON numbers also checked under LC_NUMERIC=%s\n", locales[k - 1]);
+    }
+    setlocale(LC_NUMERIC, "C");
+}
+
 int main(int argc, char **argv) {
     static const int policies[4] = { 0, 1, 2, 3 };
     const char *dir = argc > 1 ? argv[1] : NULL;
     config cfg;
     int e, p, s, l;
     memset(&cfg, 0, sizeof cfg);
+    test_json_numbers();
     test_errors();
     test_predict_errors();
     test_predict(dir);

@@ -25,6 +25,21 @@ trap 'rm -rf "$TMP"' EXIT
 
 "$2" "$TMP" >"$TMP/test_trace.log" 2>&1 || { cat "$TMP/test_trace.log"; echo "FAIL: test_trace"; exit 1; }
 
+# The JSON's numbers under a locale with a decimal comma (ckpt_trace_json must not follow
+# LC_NUMERIC): de_DE.UTF-8 compiled into $TMP with localedef (Debian's libc-bin, sources from the
+# locales package), and test_trace run again with LOCPATH pointing there.
+if command -v localedef >/dev/null 2>&1 && [ -e /usr/share/i18n/locales/de_DE ] &&
+    mkdir -p "$TMP/loc" && localedef -i de_DE -f UTF-8 "$TMP/loc/de_DE.UTF-8" >/dev/null 2>&1; then
+    LOCPATH=$TMP/loc "$2" >"$TMP/test_trace_de.log" 2>&1 || { cat "$TMP/test_trace_de.log"; echo "FAIL: test_trace under de_DE.UTF-8"; exit 1; }
+    if grep -q "also checked under LC_NUMERIC=de_DE" "$TMP/test_trace_de.log"; then
+        echo "PASS: test_trace's JSON numbers under LC_NUMERIC=de_DE.UTF-8 (a decimal comma)"
+    else
+        echo "FAIL: test_trace did not set LC_NUMERIC=de_DE.UTF-8 from LOCPATH=$TMP/loc"; exit 1
+    fi
+else
+    echo "NOTE: no de_DE locale could be compiled (localedef, the locales package): JSON numbers checked under C only"
+fi
+
 # ckpt-plan: NAME ARGS... writes $TMP/plan_NAME.json (the trace) and plan_NAME.plan (--json)
 plan() {
     local name=$1
