@@ -9,7 +9,9 @@
 
    Build: cc -std=c11 -O2 -I. bench/offload_cpu_bench.c -o offload_cpu_bench -lm
           (or `cmake --build build/default --target offload_cpu_bench`)
-   Run:   ./offload_cpu_bench [stages] [fwd_ms] [steps]      (defaults 12 2 3)
+   Run:   ./offload_cpu_bench [stages] [fwd_ms] [steps] [trace_prefix]      (defaults 12 2 3, none)
+          trace_prefix: the streaming table also traces one step per bandwidth into
+          trace_prefix_<GB/s>.json (Chrome trace JSON, STEP TIMELINE in ckpt.h)
 */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -75,10 +77,24 @@ static ckpt_result sbwd(const ckpt_bwd_args *a) {
     return CKPT_OK;
 }
 
+/* Busy time of one lane of a trace, and (compute) its idle time inside [0, makespan]. */
+static double lane_busy(const ckpt_trace *t, ckpt_trace_lane lane) {
+    double busy = 0;
+    int i;
+    for (i = 0; i < t->n_events; i++)
+        if (t->events[i].lane == lane) busy += t->events[i].end_ms - t->events[i].start_ms;
+    return busy;
+}
+
 /* A model whose parameters are 4x the device memory it trains in (slots + activations), on a
-   copy engine at several bandwidths: step time against the bound the link sets (all parameters
-   in twice, all gradients out once, each direction its own channel) and against compute. */
-static void streaming(int n, int steps) {
+   copy engine at several bandwidths: step time against the bound the link sets and against
+   compute. The link bound counts the copies the chain made (ckpt_chain_stats per step): on the
+   host-to-device stream every parameter load and every host_grads load (a streamed B adds into
+   its stage's host_grads, loaded first), on the device-to-host stream every gradient store;
+   bound = the largest of the two streams' times and the compute. With trace_prefix, one more
+   step is traced (ckpt_chain_trace) and written to PREFIX_<GB/s>.json, and the step's makespan,
+   each lane's busy time and compute's idle time are printed: where the time goes. */
+static void streaming(int n, int steps, const char *trace_prefix) {
     static const double gbps[] = {0.5, 1.0, 2.0, 4.0};
     static ckpt_stage_desc st[MAXN];
     int i, bi, k;
@@ -91,8 +107,8 @@ static void streaming(int n, int steps) {
         st[i].fwd_time = f_ms; st[i].bwd_time = 2 * f_ms;
         st[i].host_params = params[i]; st[i].param_bytes = P * sizeof(float); st[i].host_grads = grads[i];
     }
-    printf("%8s %10s %10s %10s %10s %8s %8s %12s %12s\n", "GB/s", "meas ms", "compute", "link bound", "bound", "x bound",
-           "loads", "device B", "params B");
+    printf("%8s %10s %10s %10s %10s %10s %8s %6s %6s %6s %12s %12s\n", "GB/s", "meas ms", "compute", "h2d bound",
+           "d2h bound", "bound", "x bound", "p-ld", "g-ld", "g-st", "device B", "params B");
     for (bi = 0; bi < (int)(sizeof gbps / sizeof gbps[0]); bi++) {
         ckpt_backend be;
         ckpt_cpu_desc bd;
@@ -101,7 +117,7 @@ static void streaming(int n, int steps) {
         ckpt_plan_desc pd;
         ckpt_plan_info info;
         ckpt_chain_stats cs;
-        double t[16], compute, link, bound;
+        double t[16], compute, h2d, d2h, bound, pl, gl, gs;
         uint64_t total = (uint64_t)n * P * sizeof(float);
         memset(&bd, 0, sizeof bd);
         memset(&cs, 0, sizeof cs);
@@ -122,18 +138,43 @@ static void streaming(int n, int steps) {
         }
         for (i = 1; i < steps; i++) { int j; for (j = i; j > 0 && t[j - 1] > t[j]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; } }
         ckpt_chain_get_stats(ch, &cs);
+        pl = (double)cs.param_loads / (steps + 1); gl = (double)cs.grad_loads / (steps + 1); gs = (double)cs.grad_stores / (steps + 1);
         compute = info.store_all_time;
-        link = 2.0 * (double)total / (gbps[bi] * 1e9) * 1e3;        /* host-to-device: every parameter twice */
-        bound = compute > link ? compute : link;
-        printf("%8.2f %10.2f %10.2f %10.2f %10.2f %8.3f %8llu %12llu %12llu\n", gbps[bi], t[steps / 2], compute, link, bound,
-               t[steps / 2] / bound, (unsigned long long)cs.param_loads / (unsigned long long)(steps + 1),
-               (unsigned long long)(cs.slot_bytes + cs.arena_bytes), (unsigned long long)total);
+        h2d = (pl + gl) * P * sizeof(float) / (gbps[bi] * 1e9) * 1e3;
+        d2h = gs * P * sizeof(float) / (gbps[bi] * 1e9) * 1e3;
+        bound = compute > h2d ? compute : h2d;
+        if (d2h > bound) bound = d2h;
+        printf("%8.2f %10.2f %10.2f %10.2f %10.2f %10.2f %8.3f %6.0f %6.0f %6.0f %12llu %12llu\n", gbps[bi], t[steps / 2], compute,
+               h2d, d2h, bound, t[steps / 2] / bound, pl, gl, gs, (unsigned long long)(cs.slot_bytes + cs.arena_bytes),
+               (unsigned long long)total);
+        if (trace_prefix) {
+            ckpt_trace tr;
+            size_t len = 0;
+            char path[512], *json;
+            FILE *f;
+            for (i = 0; i < n; i++) memset(grads[i], 0, P * sizeof(float));
+            if (ckpt_chain_trace(ch, x0, gy, gx, &tr) != CKPT_OK) { printf("trace failed\n"); break; }
+            {
+                double end = 0, cb = lane_busy(&tr, CKPT_TRACE_COMPUTE);
+                for (i = 0; i < tr.n_events; i++) if (tr.events[i].end_ms > end) end = tr.events[i].end_ms;
+                printf("         trace: makespan %.2f ms; busy: compute %.2f (idle %.2f), h2d %.2f, d2h %.2f ms\n", end, cb,
+                       end - cb, lane_busy(&tr, CKPT_TRACE_H2D), lane_busy(&tr, CKPT_TRACE_D2H));
+            }
+            snprintf(path, sizeof path, "%s_%g.json", trace_prefix, gbps[bi]);
+            if (ckpt_trace_json(&tr, NULL, 0, &len) == CKPT_OK && (json = (char *)malloc(len + 1)) != NULL) {
+                ckpt_trace_json(&tr, json, len + 1, &len);
+                if ((f = fopen(path, "wb")) != NULL) { fwrite(json, 1, len, f); fclose(f); }
+                free(json);
+            }
+            ckpt_trace_free(&tr);
+        }
         ckpt_chain_destroy(ch);
         ckpt_cpu_backend_destroy(&be);
     }
     for (i = 0; i < n; i++) { free(params[i]); free(grads[i]); }
-    printf("link bound: every parameter in twice per step (forward and backward sweeps) at that bandwidth;\n"
-           "bound: the larger of it and the compute; device B: slots + activation arena.\n");
+    printf("h2d bound: the step's parameter loads (p-ld) and host_grads loads (g-ld) at that bandwidth;\n"
+           "d2h bound: its gradient stores (g-st); bound: the largest of them and the compute;\n"
+           "device B: slots + activation arena.\n");
 }
 
 /* Median step time in ms over `steps` steps after one warm-up; gradients into g (dx then dw). */
@@ -233,6 +274,6 @@ int main(int argc, char **argv) {
         }
     }
     printf("\nmem: budget / store-all peak; link: one stage's output + tape, one way, over its fwd + bwd time.\n");
-    streaming(n, steps);
+    streaming(n, steps, argc > 4 ? argv[4] : NULL);
     return 0;
 }
