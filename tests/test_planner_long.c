@@ -260,30 +260,39 @@ static void count_warn(const char *tag, ckpt_log_level level, ckpt_result item, 
     (void)tag; (void)item; (void)msg; (void)file; (void)line; (void)user;
     n_warn += level == CKPT_LOG_WARN;
 }
+/* A chain of n stages from the LCG state *s: f in 1..fmax, b = 2f, out and tape bytes 1..amax and
+   1..tmax times CKPT_ALIGN; then optimal at a third of its total bytes, with the warnings
+   counted (n_warn). Returns what ckpt_plan_create returns. */
+static ckpt_result plan_lcg_chain(ckpt_cost *c, int n, uint32_t *s, int fmax, int amax, int tmax, ckpt_plan_desc *d,
+                                  ckpt_plan **pl, ckpt_plan_info *info) {
+    uint64_t total = 0;
+    int i;
+    for (i = 0; i < n; i++) {
+        memset(&c[i], 0, sizeof c[i]);
+        *s = *s * 1103515245u + 12345u; c[i].f = 1 + (*s >> 16) % (uint32_t)fmax; c[i].b = 2 * c[i].f;
+        *s = *s * 1103515245u + 12345u; c[i].a = (uint64_t)(1 + (*s >> 8) % (uint32_t)amax) * CKPT_ALIGN;
+        *s = *s * 1103515245u + 12345u; c[i].t = (uint64_t)(1 + (*s >> 8) % (uint32_t)tmax) * CKPT_ALIGN;
+        total += c[i].a + c[i].t;
+    }
+    memset(d, 0, sizeof *d);
+    d->policy = CKPT_POLICY_OPTIMAL;
+    d->budget = total / 3;
+    d->logger.fn = count_warn;
+    n_warn = 0;
+    return ckpt_plan_create(c, n, d, pl, info);
+}
+
 static void warn_on_fallback(void) {
     enum { N = 300 };   /* 160 stages no longer fall back since the program prunes dominated points */
     static ckpt_cost c[N];
-    int sizes[2] = {20, N}, j, i, fell_back = 0;
+    int sizes[2] = {20, N}, j, fell_back = 0;
     uint32_t s = 1;
     for (j = 0; j < 2; j++) {
         int n = sizes[j];
-        uint64_t total = 0;
         ckpt_plan_desc d;
         ckpt_plan_info info;
         ckpt_plan *pl = NULL;
-        ckpt_result r;
-        for (i = 0; i < n; i++) {
-            s = s * 1103515245u + 12345u; c[i].f = 1 + (s >> 16) % 5; c[i].b = 2 * c[i].f;
-            s = s * 1103515245u + 12345u; c[i].a = (uint64_t)(1 + (s >> 8) % 40000) * CKPT_ALIGN;
-            s = s * 1103515245u + 12345u; c[i].t = (uint64_t)(1 + (s >> 8) % 80000) * CKPT_ALIGN;
-            total += c[i].a + c[i].t;
-        }
-        memset(&d, 0, sizeof d);
-        d.policy = CKPT_POLICY_OPTIMAL;
-        d.budget = total / 3;
-        d.logger.fn = count_warn;
-        n_warn = 0;
-        r = ckpt_plan_create(c, n, &d, &pl, &info);
+        ckpt_result r = plan_lcg_chain(c, n, &s, 5, 40000, 80000, &d, &pl, &info);
         CHECK(r == CKPT_OK, "%d stages: %s", n, ckpt_result_string(r));
         if (r == CKPT_OK) {
             int rounded = info.unit > CKPT_ALIGN;   /* every size is a multiple of CKPT_ALIGN */
@@ -303,27 +312,13 @@ static void warn_on_fallback(void) {
 static void exact_to_200(void) {
     enum { N = 200 };
     static ckpt_cost c[N];
-    uint64_t total = 0;
     ckpt_plan_desc d;
     ckpt_plan_info info;
     ckpt_plan *pl = NULL;
     ckpt_result r;
     uint32_t s = 7;     /* its own stream: the other tests' draws stay as they were */
-    int i;
     if (TEST_REDUCED) { printf("exact_to_200: skipped in a reduced run\n"); return; }
-    for (i = 0; i < N; i++) {
-        memset(&c[i], 0, sizeof c[i]);
-        s = s * 1103515245u + 12345u; c[i].f = 1 + (s >> 16) % 10; c[i].b = 2 * c[i].f;
-        s = s * 1103515245u + 12345u; c[i].a = (uint64_t)(1 + (s >> 8) % 4000) * CKPT_ALIGN;
-        s = s * 1103515245u + 12345u; c[i].t = (uint64_t)(1 + (s >> 8) % 8000) * CKPT_ALIGN;
-        total += c[i].a + c[i].t;
-    }
-    memset(&d, 0, sizeof d);
-    d.policy = CKPT_POLICY_OPTIMAL;
-    d.budget = total / 3;
-    d.logger.fn = count_warn;
-    n_warn = 0;
-    r = ckpt_plan_create(c, N, &d, &pl, &info);
+    r = plan_lcg_chain(c, N, &s, 10, 4000, 8000, &d, &pl, &info);
     CHECK(r == CKPT_OK && d.budget / CKPT_ALIGN > 65536, "200 stages: %s", ckpt_result_string(r));
     if (r == CKPT_OK) {
         CHECK(info.unit == CKPT_ALIGN && info.guarantee == CKPT_GUARANTEE_PERSISTENT && n_warn == 0,
