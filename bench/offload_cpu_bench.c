@@ -77,7 +77,7 @@ static ckpt_result sbwd(const ckpt_bwd_args *a) {
     return CKPT_OK;
 }
 
-/* Busy time of one lane of a trace, and (compute) its idle time inside [0, makespan]. */
+/* The summed span of one lane's events in a trace (its busy time; the lane runs one thing at a time). */
 static double lane_busy(const ckpt_trace *t, ckpt_trace_lane lane) {
     double busy = 0;
     int i;
