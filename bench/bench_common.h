@@ -139,9 +139,10 @@ static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, 
 
 /* Every policy at every budget (fracs of ref's planned peak), a line each, the offload policy
    planned for --bandwidth. Returns 1 when every feasible run's gradients are bit-identical to
-   ref's. */
+   ref's. cpu_x, when not NULL (and BENCH_CPU_MS is defined), gets each run's CPU-time ratio to
+   ref's, NAN where infeasible, at [f * n_policies + i]. */
 static int bench_sweep(Session *ss, const Config *cfg, int csv, const Run *ref, const double *fracs, int n_fracs,
-                       const ckpt_policy *policies, int n_policies)
+                       const ckpt_policy *policies, int n_policies, double *cpu_x)
 {
     int all_same = 1;
     for (int f = 0; f < n_fracs; f++) {
@@ -159,6 +160,11 @@ static int bench_sweep(Session *ss, const Config *cfg, int csv, const Run *ref, 
             int same = run.feasible ? same_grads(ss, &run, ref) : 0;
             if (run.feasible) all_same &= same;
             print_run(cfg, csv, &run, ref, fracs[f], budget, same);
+#ifdef BENCH_CPU_MS
+            if (cpu_x) cpu_x[f * n_policies + i] = run.feasible ? BENCH_CPU_MS(&run) / BENCH_CPU_MS(ref) : NAN;
+#else
+            (void)cpu_x;
+#endif
             fflush(stdout);
             BENCH_RUN_FREE(&run);
         }

@@ -27,6 +27,11 @@
    and compare ratios, each system against its own store-all run (see torch_checkpoint.py).
    --fracs takes PyTorch's memory ratios directly, to put ckpt.h at the same points.
 
+   --rounds R runs store-all and the whole sweep R times (default 1) and ends with each line's
+   CPU-time ratio, the median over the rounds of its ratio to the same round's store-all run, with
+   the smallest and the largest: on a machine whose speed drifts over minutes, a ratio taken
+   against a store-all run minutes away moves with the drift.
+
    --bandwidth GB_PER_S adds an offload line at every budget, on the CPU backend's copy engine
    throttled to that many GB/s each way ("pinned MiB": the pool). --stream 1 streams the
    parameters on every line, the reference included.
@@ -49,7 +54,7 @@
    Run:
        ./mlp_cpu_bench [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]
                        [--fracs 1,0.8,...] [--policies optimal,every-k,...] [--bandwidth GB_PER_S]
-                       [--stream 0|1] [--threads T] [--no-options] [--csv]
+                       [--stream 0|1] [--threads T] [--rounds R] [--no-options] [--csv]
    Exit status 0; 1 if some policy's gradients differ from store-all's; 2 on bad arguments.
 */
 #define MLP_CPU_NO_MAIN
@@ -69,11 +74,11 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--seed S]\n"
             "          [--fracs F1,F2,...] [--policies P1,P2,...] [--bandwidth GB_PER_S] [--stream 0|1]\n"
-            "          [--threads T] [--no-options] [--csv]\n"
+            "          [--threads T] [--rounds R] [--no-options] [--csv]\n"
             "defaults: --width 64 --depth 8 --batch 256 --steps 6 (1 warm-up, then timed; the median)\n"
             "          --dropout 0.1 --seed 42 --fracs 1,0.8,0.6,0.5,0.4,0.3,0.25,0.2 (of store-all's peak)\n"
             "          --policies every-k,sqrt,greedy,optimal (and offload with --bandwidth)\n"
-            "          --threads $OPENBLAS_NUM_THREADS if set, else 1; tape option 1 declared\n",
+            "          --threads $OPENBLAS_NUM_THREADS if set, else 1; --rounds 1 (at most 64); tape option 1 declared\n",
             prog);
     exit(2);
 }
@@ -106,7 +111,7 @@ int main(int argc, char **argv)
     double fracs[MAX_FRACS] = { 1.0, 0.8, 0.6, 0.5, 0.4, 0.3, 0.25, 0.2 };
     ckpt_policy policies[CKPT_POLICY_COUNT_] = { CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY,
                                                  CKPT_POLICY_OPTIMAL };
-    int n_fracs = 8, n_policies = 4, csv = 0, policies_given = 0;
+    int n_fracs = 8, n_policies = 4, csv = 0, policies_given = 0, rounds = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--csv")) { csv = 1; continue; }
@@ -122,6 +127,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--bandwidth")) cfg.bandwidth_gbs = atof(v);
         else if (!strcmp(a, "--stream")) cfg.stream = atoi(v);
         else if (!strcmp(a, "--threads")) { if ((cfg.threads = atoi(v)) < 1) usage(argv[0]); }
+        else if (!strcmp(a, "--rounds")) { if ((rounds = atoi(v)) < 1 || rounds > 64) usage(argv[0]); }
         else if (!strcmp(a, "--fracs")) { if (!(n_fracs = parse_fracs(v, fracs))) usage(argv[0]); }
         else if (!strcmp(a, "--policies")) {
             if (!(n_policies = parse_policies(v, policies))) usage(argv[0]);
@@ -185,7 +191,37 @@ int main(int argc, char **argv)
     }
     if (!csv) printf("\n");
 
-    all_same &= bench_sweep(&ss, &cfg, csv, &ref, fracs, n_fracs, policies, n_policies);
+    /* --rounds: the store-all run and the sweep again; each round's CPU ratios are to its own
+       store-all run, so that a machine whose speed drifts over minutes moves both sides */
+    size_t cells = (size_t)n_fracs * (size_t)n_policies;
+    double *cpu_x = (double *)malloc((size_t)rounds * cells * sizeof(double));
+    if (!cpu_x) { fprintf(stderr, "mlp_cpu_bench: out of memory\n"); return 1; }
+    all_same &= bench_sweep(&ss, &cfg, csv, &ref, fracs, n_fracs, policies, n_policies, cpu_x);
+    for (int r = 1; r < rounds; r++) {
+        Run ref_r;
+        printf("%sround %d of %d\n", lead, r + 1, rounds);
+        session_train(&ss, &pd, &ref_r);
+        print_run(&cfg, csv, &ref_r, &ref_r, 1.0, ref_r.info.peak, 1);
+        if (!csv) printf("\n");
+        all_same &= same_grads(&ss, &ref_r, &ref);
+        all_same &= bench_sweep(&ss, &cfg, csv, &ref_r, fracs, n_fracs, policies, n_policies, cpu_x + (size_t)r * cells);
+        run_free(&ref_r);
+    }
+    if (rounds > 1) {
+        printf("%s%d rounds: CPU-time ratio to the same round's store-all, median [smallest, largest]\n", lead, rounds);
+        for (size_t c = 0; c < cells; c++) {
+            double v[64], t;
+            int n = 0;
+            for (int r = 0; r < rounds; r++)
+                if (cpu_x[(size_t)r * cells + c] == cpu_x[(size_t)r * cells + c]) v[n++] = cpu_x[(size_t)r * cells + c];
+            for (int i = 1; i < n; i++)         /* insertion sort */
+                for (int j = i; j > 0 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
+            printf("%s%-14s %5.3f ", lead, ckpt_policy_name(policies[c % (size_t)n_policies]), fracs[c / (size_t)n_policies]);
+            if (!n) printf("infeasible\n");
+            else printf("%.3f [%.3f, %.3f]\n", n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v[0], v[n - 1]);
+        }
+    }
+    free(cpu_x);
 
     run_free(&ref);
     session_close(&ss);

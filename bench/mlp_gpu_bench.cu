@@ -129,7 +129,7 @@ int main(int argc, char **argv)
     const ckpt_policy policies[] = { CKPT_POLICY_STORE_ALL, CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT,
                                      CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD };
     int n_policies = (int)(sizeof policies / sizeof policies[0]) - (cfg.bandwidth_gbs > 0.0 ? 0 : 1);
-    all_same &= bench_sweep(&ss, &cfg, csv, &ref, fracs, n_fracs, policies, n_policies);
+    all_same &= bench_sweep(&ss, &cfg, csv, &ref, fracs, n_fracs, policies, n_policies, NULL);
 
     run_free(&ref);
     session_close(&ss);

@@ -33,6 +33,9 @@ at every segment count 1..L (or the --segments list):
   cpu ms           median of the same steps' CPU time of the whole process, every thread
                    (time.process_time()): on a shared machine, the figure to trust.
   time ratio       step ms / store-all's step ms; cpu ratio: cpu ms / store-all's cpu ms.
+  --rounds R       everything above R times in the process, then each row's cpu ratio to the
+                   same round's store-all run: the median over the rounds, the smallest and the
+                   largest (the table shows round 1).
   minflt           median minor page faults per step (getrusage), a sign of memory being
                    mapped and unmapped.
   activation B     on CUDA, torch.cuda.max_memory_allocated() during a step minus
@@ -171,6 +174,10 @@ def parse_args(argv):
     ap.add_argument("--dropout", type=float, default=0.1, help="dropout probability; 0.1")
     ap.add_argument("--steps", type=int, default=20, help="measured steps; 20")
     ap.add_argument("--warmup", type=int, default=3, help="unmeasured steps first; 3")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run store-all and every variant this many times and end with each "
+                         "row's cpu ratio to the same round's store-all: median [smallest, "
+                         "largest]; 1")
     ap.add_argument("--lr", type=float, default=0.1, help="SGD learning rate; 0.1")
     ap.add_argument("--seed", type=int, default=42, help="weights, data and dropout seed; 42")
     ap.add_argument("--segments", type=str, default=None,
@@ -194,9 +201,10 @@ def parse_args(argv):
                     help="CSV on stdout (the header and notes go to stderr)")
     args = ap.parse_args(argv)
     if (args.width < 1 or args.depth < 1 or args.batch < 1 or args.steps < 1 or args.warmup < 0
-            or args.threads < 1 or (args.torch_threads is not None and args.torch_threads < 1)
+            or args.threads < 1 or args.rounds < 1 or (args.torch_threads is not None and args.torch_threads < 1)
             or not 0.0 <= args.dropout < 1.0):
-        ap.error("need width, depth, batch, steps, threads >= 1, warmup >= 0, 0 <= dropout < 1")
+        ap.error("need width, depth, batch, steps, threads, rounds >= 1, warmup >= 0, "
+                 "0 <= dropout < 1")
     args.variant_list = [v for v in args.variants.split(",") if v]
     if not args.variant_list or any(v not in ("reentrant", "nonreentrant")
                                     for v in args.variant_list):
@@ -658,11 +666,17 @@ def main(argv):
             continue
         for s in args.segment_list:
             runs.append((v, s, (lambda fn, s: lambda x: fn(tr.blocks, s, x))(fn, s)))
-    results = []
-    for mode, seg, fwd in runs:
-        results.append((mode, seg) + tr.run(fwd))
-        if dev.type == "cuda":
-            torch.cuda.empty_cache()
+    results, round_cpu = [], []
+    for rnd in range(args.rounds):
+        cpu_ms = []
+        for mode, seg, fwd in runs:
+            res = tr.run(fwd)
+            if rnd == 0:
+                results.append((mode, seg) + res)
+            cpu_ms.append(res[2])
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+        round_cpu.append([c / cpu_ms[0] for c in cpu_ms])
 
     ref_grads, ref_ms, ref_cpu, ref_mem = results[0][2], results[0][3], results[0][4], results[0][5]
     notes = [
@@ -710,6 +724,14 @@ def main(argv):
         print(fmt % cols)
         for r in rows:
             print(fmt % ((r[0], r[1] or "-") + r[2:]))
+    if args.rounds > 1:
+        out = sys.stderr if args.csv else sys.stdout
+        print("\n%d rounds: cpu ratio to the same round's store-all, median [smallest, largest]"
+              % args.rounds, file=out)
+        for i, (mode, seg) in enumerate((r[0], r[1]) for r in results):
+            v = [rc[i] for rc in round_cpu]
+            print("%-12s %8s %.3f [%.3f, %.3f]" % (mode, "-" if seg is None else seg,
+                                                   statistics.median(v), min(v), max(v)), file=out)
     return 0
 
 
