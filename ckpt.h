@@ -207,13 +207,17 @@
    A stage whose parameters do not fit on the device next to everything else sets host_params
    and param_bytes in its desc (and host_grads for float gradients). Its callbacks then get
    args->params, a device copy, and the backward also args->param_grads, a device buffer that
-   holds the stage's host_grads on entry: the callback ADDS its gradients into it. The chain
-   keeps two parameter slots and two gradient slots of the largest param_bytes on the device
+   holds the stage's host_grads on entry: the callback ADDS its gradients into it. With
+   L = ckpt_chain_desc.stream_lookahead (0 means 1; at most CKPT_MAX_STREAM_LOOKAHEAD), the chain
+   keeps L + 1 parameter slots and L + 1 gradient slots of the largest param_bytes on the device
    (ckpt_chain_stats.slot_bytes; outside the plan's budget, which covers activations). While op
-   k runs, the parameters of the next op's stage load into the other slot on the host-to-device
-   copy stream (and, when op k+1 is a B op, its stage's host_grads into a gradient slot, after
-   that slot's last copy back); op k+1 waits only for those loads. A slot that already holds
-   the stage is reused, so F(i) followed by B(i) loads once. After a B op the gradient slot is
+   k runs, the parameters of the next L F or B ops' stages load on the host-to-device copy
+   stream, in the order those ops come, into slots that no op from k on needs (and, for each of
+   them that is a B op, its stage's host_grads into the gradient slot it will take, after that
+   slot's last copy back); an op waits only for its own loads. A slot that already holds the
+   stage is reused, so F(i) followed by B(i) loads once. With L = 1 the link idles between two
+   loads until the next op starts; a larger L queues loads back to back, which matters when the
+   copies, not compute, bound the step. After a B op the gradient slot is
    copied straight back into host_grads on the device-to-host stream: the host neither waits
    nor adds anything during a step, and host_grads is complete when ckpt_backward returns
    (host_grads, like host_params, should be pinned on a GPU; stages' host_grads must not
@@ -397,8 +401,9 @@
      alloc           once per ckpt_chain_plan / ckpt_chain_set_schedule that planned, for the arena
                      (its size is ckpt_chain_stats.arena_bytes), after the old arena is freed
                      (see MEMORY). Never in ckpt_chain_plan_dry.
-                     Also at ckpt_chain_create when a stage streams its parameters: two parameter
-                     slots and, with host_grads, two gradient slots (ckpt_chain_stats.slot_bytes).
+                     Also at ckpt_chain_create when a stage streams its parameters: stream_lookahead
+                     + 1 parameter slots and, with host_grads, as many gradient slots
+                     (ckpt_chain_stats.slot_bytes).
      free            on that arena when a new plan replaces it (before the new arena is
                      allocated, or after with keep_old_on_failure) and in ckpt_chain_destroy.
      compute_stream  before every callback; the result goes to ckpt_ctx.stream.
@@ -459,6 +464,7 @@
 
 #ifndef CKPT_MAX_STAGES
 #define CKPT_MAX_STAGES 4096
+#define CKPT_MAX_STREAM_LOOKAHEAD 8     /* ckpt_chain_desc.stream_lookahead's largest value */
 #endif
 #ifndef CKPT_EXACT_SEARCH_MAX_STAGES
 #define CKPT_EXACT_SEARCH_MAX_STAGES 10
@@ -1131,6 +1137,10 @@ typedef struct ckpt_chain_desc {
     ckpt_grads_ready_fn grads_ready;    /* called once a stage's parameter gradients are final for
                                            the step (GRADIENT-READY HOOK); NULL: none */
     void *grads_ready_user;
+    int stream_lookahead;           /* parameter streaming: how many compute ops ahead parameters
+                                       (and host_grads) load while an op runs, with one slot more
+                                       than that of each kind (PARAMETER STREAMING); 0 means 1;
+                                       at most CKPT_MAX_STREAM_LOOKAHEAD */
 } ckpt_chain_desc;
 
 CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain **out);
@@ -4336,14 +4346,19 @@ struct ckpt_chain {
     /* microbatches: lane m has the arena bytes [m * lane_bytes, (m + 1) * lane_bytes) */
     int lanes;
     uint64_t lane_bytes;
-    /* parameter streaming: two parameter slots and two gradient slots on the device; events
-       order them (async: the backend has copy streams). gslot_stage: the stage whose host_grads
-       a gradient slot was loaded with for its next B op (-1: none) */
-    int streaming, async;
+    /* parameter streaming: n_slots parameter slots and n_slots gradient slots on the device
+       (stream_lookahead + 1); events order them (async: the backend has copy streams).
+       pslot_need: the last position in the sweep (op index) whose op needs the slot's stage;
+       gslot_stage: the stage whose host_grads a gradient slot was loaded with for its next B op
+       (-1: none); B ops take the gradient slots in turn from next_g. */
+    int streaming, async, n_slots;
     size_t max_params, max_grads;
-    void *pslot[2], *gslot[2];
-    int pslot_stage[2], pload_pending[2], pfree_recorded[2], last_pslot, gslot_stage[2], gdone_recorded[2], next_g;
-    void *ev_pfree[2], *ev_pload[2], *ev_gload[2], *ev_gdone[2], *ev_bdone;
+    void *pslot[CKPT_MAX_STREAM_LOOKAHEAD + 1], *gslot[CKPT_MAX_STREAM_LOOKAHEAD + 1];
+    int pslot_stage[CKPT_MAX_STREAM_LOOKAHEAD + 1], pslot_need[CKPT_MAX_STREAM_LOOKAHEAD + 1];
+    int pload_pending[CKPT_MAX_STREAM_LOOKAHEAD + 1], pfree_recorded[CKPT_MAX_STREAM_LOOKAHEAD + 1];
+    int gslot_stage[CKPT_MAX_STREAM_LOOKAHEAD + 1], gdone_recorded[CKPT_MAX_STREAM_LOOKAHEAD + 1], next_g;
+    void *ev_pfree[CKPT_MAX_STREAM_LOOKAHEAD + 1], *ev_pload[CKPT_MAX_STREAM_LOOKAHEAD + 1];
+    void *ev_gload[CKPT_MAX_STREAM_LOOKAHEAD + 1], *ev_gdone[CKPT_MAX_STREAM_LOOKAHEAD + 1], *ev_bdone;
     /* the step */
     int state;
     const void **inputs;            /* per lane: X[0] of the step */
@@ -4397,6 +4412,9 @@ static ckpt_result _ckpt_check_chain_desc(const ckpt_chain_desc *d, const ckpt_l
                          d->microbatches);
     if (d->graphs != 0 && d->graphs != 1)
         return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.graphs is %d; 0 or 1", d->graphs);
+    if (d->stream_lookahead < 0 || d->stream_lookahead > CKPT_MAX_STREAM_LOOKAHEAD)
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.stream_lookahead is %d; 0 (one) up to %d",
+                         d->stream_lookahead, CKPT_MAX_STREAM_LOOKAHEAD);
     if (d->graphs) {
         const ckpt_backend *be = d->backend;
         if (!be->graph_begin || !be->graph_end || !be->graph_launch || !be->graph_destroy)
@@ -4463,7 +4481,7 @@ static void _ckpt_free_events(ckpt_chain *ch, void **ev, size_t n) {
 static ckpt_result _ckpt_grad_wait(ckpt_chain *ch) {
     ckpt_result r = CKPT_OK;
     int g;
-    for (g = 0; g < 2 && r == CKPT_OK; g++)
+    for (g = 0; g < ch->n_slots && r == CKPT_OK; g++)
         if (ch->async && ch->gdone_recorded[g]) r = ch->be.event_synchronize(ch->be.state, ch->ev_gdone[g]);
     return r;
 }
@@ -4515,7 +4533,7 @@ static void _ckpt_event_drop(ckpt_chain *ch, void **ev) {
 
 static void _ckpt_stream_free(ckpt_chain *ch) {
     int i;
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < ch->n_slots; i++) {
         if (ch->pslot[i]) ch->be.free(ch->be.state, ch->pslot[i]);
         if (ch->gslot[i]) ch->be.free(ch->be.state, ch->gslot[i]);
         ch->pslot[i] = ch->gslot[i] = NULL;
@@ -4525,6 +4543,16 @@ static void _ckpt_stream_free(ckpt_chain *ch) {
         _ckpt_event_drop(ch, &ch->ev_gdone[i]);
     }
     _ckpt_event_drop(ch, &ch->ev_bdone);
+}
+
+/* A sweep starts with empty parameter and gradient slots: the host parameters (and host_grads)
+   may have changed (an optimizer step) since the last one. */
+static void _ckpt_sweep_begin(ckpt_chain *ch) {
+    int i;
+    for (i = 0; i < ch->n_slots; i++) {
+        ch->pslot_stage[i] = ch->pslot_need[i] = ch->gslot_stage[i] = -1;
+        ch->pload_pending[i] = 0;
+    }
 }
 
 static ckpt_result _ckpt_stream_setup(ckpt_chain *ch) {
@@ -4538,8 +4566,7 @@ static ckpt_result _ckpt_stream_setup(ckpt_chain *ch) {
         if (st->param_bytes > ch->max_params) ch->max_params = st->param_bytes;
         if (st->host_grads && st->param_bytes > ch->max_grads) ch->max_grads = st->param_bytes;
     }
-    ch->pslot_stage[0] = ch->pslot_stage[1] = ch->last_pslot = -1;
-    ch->gslot_stage[0] = ch->gslot_stage[1] = -1;
+    _ckpt_sweep_begin(ch);
     if (!ch->streaming) return CKPT_OK;
     if (!be->copy_async)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_BACKEND, "parameter streaming needs the backend's copy_async (%s has "
@@ -4547,7 +4574,7 @@ static ckpt_result _ckpt_stream_setup(ckpt_chain *ch) {
     ch->async = be->copy_stream && be->copy_stream(be->state, CKPT_COPY_HOST_TO_DEVICE) &&
                 be->copy_stream(be->state, CKPT_COPY_DEVICE_TO_HOST) && be->event_create && be->event_destroy &&
                 be->event_record && be->stream_wait_event && be->event_synchronize;
-    for (i = 0; i < 2 && r == CKPT_OK; i++) {
+    for (i = 0; i < ch->n_slots && r == CKPT_OK; i++) {
         r = be->alloc(be->state, ch->max_params, &ch->pslot[i]);
         if (r == CKPT_OK && ch->max_grads) r = be->alloc(be->state, ch->max_grads, &ch->gslot[i]);
         if (r == CKPT_OK && ch->async) r = be->event_create(be->state, &ch->ev_pfree[i]);
@@ -4556,7 +4583,7 @@ static ckpt_result _ckpt_stream_setup(ckpt_chain *ch) {
         if (r == CKPT_OK && ch->async) r = be->event_create(be->state, &ch->ev_gdone[i]);
     }
     if (r == CKPT_OK && ch->async) r = be->event_create(be->state, &ch->ev_bdone);
-    ch->stats.slot_bytes = 2 * (uint64_t)(ch->max_params + ch->max_grads);
+    ch->stats.slot_bytes = (uint64_t)ch->n_slots * (uint64_t)(ch->max_params + ch->max_grads);
     if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "parameter streaming: could not allocate the %llu bytes of slots",
                                        (unsigned long long)ch->stats.slot_bytes);
     return CKPT_OK;
@@ -4596,6 +4623,7 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
     ch->grads_ready = desc->grads_ready; ch->grads_ready_user = desc->grads_ready_user;
     ch->stats.failed_stage = -1;
     ch->lanes = desc->microbatches > 0 ? desc->microbatches : 1;
+    ch->n_slots = (desc->stream_lookahead > 0 ? desc->stream_lookahead : 1) + 1;
     ch->stages = (ckpt_stage_desc *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->stages);
     ch->names = (char **)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->names);
     ch->costs = (ckpt_cost *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->costs);
@@ -5218,8 +5246,9 @@ static ckpt_result _ckpt_trace_names(ckpt_trace *t, int n, const char *const *na
     return CKPT_OK;
 }
 
-/* Spans for one step: per F or B op a callback per lane and, when streaming, up to five copies
-   (two parameter loads, two gradient loads, a store); per O or P op a copy per lane; per W one.
+/* Spans for one step: per F or B op a callback per lane and, when streaming, up to 2 n_slots + 1
+   copies (its own parameter and gradient loads and the prefetches, n_slots - 1 of each, and a
+   store); per O or P op a copy per lane; per W one.
    Events (two per span and ev0) when the backend has every event entry. */
 static ckpt_result _ckpt_trace_open(ckpt_chain *ch, _ckpt_measure *me) {
     const ckpt_backend *be = &ch->be;
@@ -5228,7 +5257,7 @@ static ckpt_result _ckpt_trace_open(ckpt_chain *ch, _ckpt_measure *me) {
     memset(me, 0, sizeof *me);
     for (k = 0; k < (size_t)ch->plan->info.n_ops; k++) {
         ckpt_op_kind kind = ch->plan->ops[k].kind;
-        cap += kind == CKPT_OP_W ? 1 : (size_t)ch->lanes + (kind <= CKPT_OP_B && ch->streaming ? 5 : 0);
+        cap += kind == CKPT_OP_W ? 1 : (size_t)ch->lanes + (kind <= CKPT_OP_B && ch->streaming ? 2 * (size_t)ch->n_slots + 1 : 0);
     }
     me->per_step = cap;
     me->events = be->event_create && be->event_destroy && be->event_record && be->event_synchronize && be->event_elapsed_ms;
@@ -5620,7 +5649,14 @@ static ckpt_result _ckpt_wait_copies(ckpt_chain *ch, int k, int lane) {
     return r == CKPT_OK ? r : _CKPT_ERR(&ch->lg, r, "op %d: waiting for a copy failed", k);
 }
 
-/* >>streaming (executor): parameters into two device slots, gradients out through two more */
+/* >>streaming (executor): parameters into device slots, gradients out through as many more */
+/* The next F or B op after k before `to`; -1 if none. */
+static int _ckpt_next_compute(const ckpt_chain *ch, int k, int to) {
+    for (k++; k < to; k++)
+        if (ch->plan->ops[k].kind == CKPT_OP_F || ch->plan->ops[k].kind == CKPT_OP_B) return k;
+    return -1;
+}
+
 static ckpt_result _ckpt_param_load(ckpt_chain *ch, int slot, int stage) {
     const ckpt_backend *be = &ch->be;
     const ckpt_stage_desc *st = &ch->stages[stage];
@@ -5642,48 +5678,57 @@ static ckpt_result _ckpt_param_load(ckpt_chain *ch, int slot, int stage) {
     return CKPT_OK;
 }
 
-/* The slot holding stage's parameters, loading them (into the slot the last op did not use) when
-   neither has them; compute then waits for the load. -1 for a stage that streams nothing. */
-static ckpt_result _ckpt_param_acquire(ckpt_chain *ch, int stage, int *slot) {
+/* The slot holding stage's parameters; -1 if none. */
+static int _ckpt_pslot_of(const ckpt_chain *ch, int stage) {
+    int i;
+    for (i = 0; i < ch->n_slots; i++) if (ch->pslot_stage[i] == stage) return i;
+    return -1;
+}
+
+/* Stage's parameters into a slot for the op at position pos of the sweep, while the op at
+   position now runs (or is about to): when no slot has them, they load into the slot that no op
+   from now on needs and that was needed longest ago (on a GPU the load waits for that slot's last
+   user). *slot (may be NULL) gets the slot, -1 for a stage that streams nothing or when every
+   slot is needed. */
+static ckpt_result _ckpt_param_prefetch(ckpt_chain *ch, int stage, int pos, int now, int *slot) {
     ckpt_result r;
-    int s;
-    *slot = -1;
+    int s = -1, i;
+    if (slot) *slot = -1;
     if (!ch->stages[stage].host_params || !ch->stages[stage].param_bytes) return CKPT_OK;
-    s = ch->pslot_stage[0] == stage ? 0 : ch->pslot_stage[1] == stage ? 1 : -1;
-    if (s < 0) {
-        s = ch->last_pslot == 0 ? 1 : 0;
+    if ((s = _ckpt_pslot_of(ch, stage)) < 0) {
+        for (i = 0; i < ch->n_slots; i++)
+            if (ch->pslot_need[i] < now && (s < 0 || ch->pslot_need[i] < ch->pslot_need[s])) s = i;
+        if (s < 0) return CKPT_OK;
         if ((r = _ckpt_param_load(ch, s, stage)) != CKPT_OK) return r;
     }
-    if (ch->pload_pending[s]) {
+    if (ch->pslot_need[s] < pos) ch->pslot_need[s] = pos;
+    if (slot) *slot = s;
+    return CKPT_OK;
+}
+
+/* The slot holding the parameters of the op at position pos, loading them now if no prefetch
+   did; compute then waits for the load. -1 for a stage that streams nothing. */
+static ckpt_result _ckpt_param_acquire(ckpt_chain *ch, int stage, int pos, int *slot) {
+    ckpt_result r = _ckpt_param_prefetch(ch, stage, pos, pos, slot);
+    int s = *slot;
+    /* the ops before pos are done with their slots, and the prefetches before it took at most
+       n_slots - 1 slots for ops from pos on: one is free */
+    CKPT_ASSERT(r != CKPT_OK || s >= 0 || !ch->stages[stage].host_params || !ch->stages[stage].param_bytes);
+    if (r == CKPT_OK && s >= 0 && ch->pload_pending[s]) {
         if ((r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_pload[s])) != CKPT_OK)
             return _CKPT_ERR(&ch->lg, r, "waiting for a parameter load failed");
         ch->pload_pending[s] = 0;
     }
-    *slot = s;
-    return CKPT_OK;
-}
-
-/* Before the op runs: the next op's parameters start loading into the slot this op does not
-   use (on a GPU the load waits for the op before, the slot's last user; on the CPU that op is
-   done), so the load overlaps this op whether compute is asynchronous or not. */
-static ckpt_result _ckpt_param_prefetch(ckpt_chain *ch, int slot, int next_stage) {
-    int other = slot >= 0 ? 1 - slot : (ch->last_pslot == 0 ? 1 : 0);
-    if (next_stage < 0 || !ch->stages[next_stage].host_params || !ch->stages[next_stage].param_bytes ||
-        ch->pslot_stage[0] == next_stage || ch->pslot_stage[1] == next_stage)
-        return CKPT_OK;
-    return _ckpt_param_load(ch, other, next_stage);
+    return r;
 }
 
 /* After the op: its slot is free for a load once compute is past it. */
 static ckpt_result _ckpt_param_release(ckpt_chain *ch, int slot) {
     ckpt_result r;
-    if (slot < 0) return CKPT_OK;
-    if (ch->async) {
-        if ((r = ch->be.event_record(ch->be.state, ch->ev_pfree[slot], NULL)) != CKPT_OK)
-            return _CKPT_ERR(&ch->lg, r, "recording a parameter-slot event failed");
-        ch->pfree_recorded[slot] = 1;
-    }
-    ch->last_pslot = slot;
+    if (slot < 0 || !ch->async) return CKPT_OK;
+    if ((r = ch->be.event_record(ch->be.state, ch->ev_pfree[slot], NULL)) != CKPT_OK)
+        return _CKPT_ERR(&ch->lg, r, "recording a parameter-slot event failed");
+    ch->pfree_recorded[slot] = 1;
     return CKPT_OK;
 }
 
@@ -5711,14 +5756,22 @@ static int _ckpt_has_grads(const ckpt_chain *ch, int stage) {
     return st->host_grads && st->host_params && st->param_bytes;
 }
 
-/* Before the op runs, when the next op is a B op of a stage with host_grads: its host_grads start
-   loading into the gradient slot it will use, like a parameter prefetch. */
-static ckpt_result _ckpt_grad_prefetch(ckpt_chain *ch, int next_op) {
-    int stage;
-    if (next_op < 0 || ch->plan->ops[next_op].kind != CKPT_OP_B) return CKPT_OK;
-    stage = ch->plan->ops[next_op].stage - 1;
-    if (!_ckpt_has_grads(ch, stage) || ch->gslot_stage[ch->next_g] == stage) return CKPT_OK;
-    return _ckpt_grad_load(ch, ch->next_g, stage);
+/* Before op k runs (its slots taken): for each of the next n_slots - 1 F or B ops before `to`,
+   in order, its stage's parameters start loading into a parameter slot, and for a B op with
+   host_grads those into the gradient slot it will take, so that the loads overlap op k and the
+   host-to-device stream runs them in the order they are needed. */
+static ckpt_result _ckpt_stream_prefetch(ckpt_chain *ch, int k, int to) {
+    ckpt_result r = CKPT_OK;
+    int j = k, a, c = 0;
+    for (a = 0; a < ch->n_slots - 1 && r == CKPT_OK && (j = _ckpt_next_compute(ch, j, to)) >= 0; a++) {
+        int stage = ch->plan->ops[j].stage - 1, g = (ch->next_g + c) % ch->n_slots;
+        r = _ckpt_param_prefetch(ch, stage, j, k, NULL);
+        if (r == CKPT_OK && ch->plan->ops[j].kind == CKPT_OP_B && _ckpt_has_grads(ch, stage)) {
+            c++;
+            if (ch->gslot_stage[g] != stage) r = _ckpt_grad_load(ch, g, stage);
+        }
+    }
+    return r;
 }
 
 /* Before a B op of a stage with host_grads: the gradient slot holding its host_grads (loaded now
@@ -5728,7 +5781,7 @@ static ckpt_result _ckpt_grad_begin(ckpt_chain *ch, int stage, int *g) {
     *g = -1;
     if (!_ckpt_has_grads(ch, stage)) return CKPT_OK;
     *g = ch->next_g;
-    ch->next_g ^= 1;
+    ch->next_g = (ch->next_g + 1) % ch->n_slots;
     if (ch->gslot_stage[*g] != stage && (r = _ckpt_grad_load(ch, *g, stage)) != CKPT_OK) return r;
     ch->gslot_stage[*g] = -1;
     if (ch->async && (r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_gload[*g])) != CKPT_OK)
@@ -5777,27 +5830,18 @@ static ckpt_result _ckpt_grads_ready(ckpt_chain *ch, int stage, int g) {
     return CKPT_OK;
 }
 
-/* The next F or B op after k before `to`; -1 if none. */
-static int _ckpt_next_compute(const ckpt_chain *ch, int k, int to) {
-    for (k++; k < to; k++)
-        if (ch->plan->ops[k].kind == CKPT_OP_F || ch->plan->ops[k].kind == CKPT_OP_B) return k;
-    return -1;
-}
-
 /* One F or B op for every lane, with its parameters and gradient slots around it. */
 static ckpt_result _ckpt_run_compute_op(ckpt_chain *ch, int k, int to, const void *const *gouts, void *const *gins) {
     const ckpt_op *op = &ch->plan->ops[k];
-    int stage = op->stage - 1, slot = -1, g = -1, m, next;
+    int stage = op->stage - 1, slot = -1, g = -1, m;
     ckpt_result r = CKPT_OK;
     const void *params = NULL;
     for (m = 0; m < ch->lanes && r == CKPT_OK; m++) r = _ckpt_wait_copies(ch, k, m);
     if (r == CKPT_OK && ch->streaming) {
-        r = _ckpt_param_acquire(ch, stage, &slot);
+        r = _ckpt_param_acquire(ch, stage, k, &slot);
         if (slot >= 0) params = ch->pslot[slot];
         if (r == CKPT_OK && op->kind == CKPT_OP_B) r = _ckpt_grad_begin(ch, stage, &g);
-        next = _ckpt_next_compute(ch, k, to);
-        if (r == CKPT_OK) r = _ckpt_param_prefetch(ch, slot, next >= 0 ? ch->plan->ops[next].stage - 1 : -1);
-        if (r == CKPT_OK) r = _ckpt_grad_prefetch(ch, next);
+        if (r == CKPT_OK) r = _ckpt_stream_prefetch(ch, k, to);
     }
     for (m = 0; m < ch->lanes && r == CKPT_OK; m++)
         r = op->kind == CKPT_OP_F ? _ckpt_run_forward_op(ch, op, &ch->an.instr[k], m, params)
@@ -5834,13 +5878,6 @@ static ckpt_result _ckpt_run_ops(ckpt_chain *ch, int from, int to, const void *c
     return CKPT_OK;
 }
 
-/* A sweep starts with empty parameter and gradient slots: the host parameters (and host_grads)
-   may have changed (an optimizer step) since the last one. */
-static void _ckpt_sweep_begin(ckpt_chain *ch) {
-    ch->pslot_stage[0] = ch->pslot_stage[1] = -1;
-    ch->pload_pending[0] = ch->pload_pending[1] = 0;
-    ch->gslot_stage[0] = ch->gslot_stage[1] = -1;
-}
 
 /* >>graphs (executor): a sweep, ops [from, to), captured into graph g (0 forward, 1 backward)
    and launched, or replayed from the graph captured earlier. A graph bakes in every pointer its
@@ -6013,9 +6050,10 @@ static ckpt_result _ckpt_eval_stage(ckpt_chain *ch, int i, const void *in, void 
     ckpt_ctx ctx;
     ckpt_fwd_args a;
     ckpt_result r;
-    int slot = -1;
-    if (ch->streaming && (r = _ckpt_param_acquire(ch, i, &slot)) != CKPT_OK) return r;
-    if (ch->streaming && (r = _ckpt_param_prefetch(ch, slot, i + 1 < ch->n ? i + 1 : -1)) != CKPT_OK) return r;
+    int slot = -1, j;
+    if (ch->streaming && (r = _ckpt_param_acquire(ch, i, i, &slot)) != CKPT_OK) return r;
+    for (j = i + 1; ch->streaming && j < ch->n && j < i + ch->n_slots; j++)
+        if ((r = _ckpt_param_prefetch(ch, j, j, i, NULL)) != CKPT_OK) return r;
     memset(&ctx, 0, sizeof ctx);
     ctx.chain = ch; ctx.stage = i; ctx.mode = CKPT_MODE_EVAL; ctx.keep_tape = 0; ctx.user = st->user;
     ctx.backend = &ch->be; ctx.tape_option = _ckpt_scratch_option(&ch->costs[i]);

@@ -47,6 +47,10 @@ typedef struct layer {
    entry_bad a param_grads that differs from them. fail_stage: that stage's backward fails. */
 static float (*init_grads)[MAXW * MAXW + MAXW];
 static int check_entry, entry_bad, fail_stage = -1;
+/* ckpt_chain_desc.stream_lookahead of the chains run() makes. With order_log, each forward
+   callback of lane 0 logs, per stage, how many parameter loads were issued before it ran
+   (counted by the wrapped backend's copy_async). */
+static int lookahead, order_log, loads_issued, loads_at_fwd[MAXN];
 
 static void tape_layout(const layer *L, ckpt_layout_entry e[2], size_t *total) {
     e[0].bytes = sizeof(float) * ROWS * (size_t)L->wout; e[0].align = 16;
@@ -64,6 +68,7 @@ static ckpt_result fwd(const ckpt_fwd_args *a) {
     ckpt_philox ph;
     int r, o, i, n = ROWS * L->wout;
     if (L->streamed != (a->params != NULL)) return CKPT_ERR_CALLBACK;   /* params iff streamed */
+    if (order_log && a->ctx->microbatch == 0) loads_at_fwd[L->index] = loads_issued;
     tape_layout(L, e, &total);
     h = (float *)ckpt_layout_ptr(a->tape, e, 0);
     mask = (uint8_t *)ckpt_layout_ptr(a->tape, e, 1);
@@ -192,7 +197,13 @@ static int is_grads(const void *p) {
     for (i = 0; wrap.c && i < wrap.c->n; i++) if (p == (const void *)wrap.c->layers[i].grads) return 1;
     return 0;
 }
+static int is_params(const void *p) {
+    int i;
+    for (i = 0; wrap.c && i < wrap.c->n; i++) if (p == (const void *)wrap.c->layers[i].params) return 1;
+    return 0;
+}
 static ckpt_result w_copy(void *st, void *dst, const void *src, size_t bytes, ckpt_copy_kind kind, void *stream) {
+    loads_issued += kind == CKPT_COPY_HOST_TO_DEVICE && is_params(src);
     if (in_backward) {
         wrap.grads_in += kind == CKPT_COPY_HOST_TO_DEVICE && is_grads(src);
         wrap.grads_out += kind == CKPT_COPY_DEVICE_TO_HOST && is_grads(dst);
@@ -244,6 +255,7 @@ static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc 
     }
     memset(&cd, 0, sizeof cd);
     cd.stages = c->st; cd.n_stages = c->n; cd.backend = be; cd.seed = 77; cd.microbatches = k;
+    cd.stream_lookahead = lookahead;
     cd.input_bytes = sizeof(float) * ROWS * (size_t)c->layers[0].win;
     r = ckpt_chain_create(&cd, &ch);
     CHECK(r == CKPT_OK, "chain_create: %s", ckpt_result_string(r));
@@ -261,6 +273,13 @@ static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc 
         ckpt_chain_get_stats(ch, &cs);
         out->loads = cs.param_loads;
         if (streamed) load_bounds(ckpt_chain_get_plan(ch), c->n, &out->loads_lo, &out->loads_hi);
+        if (streamed) {
+            size_t most = 0;
+            for (i = 0; i < c->n; i++) if (c->st[i].param_bytes > most) most = c->st[i].param_bytes;
+            CHECK(cs.slot_bytes == (uint64_t)(1 + (lookahead ? lookahead : 1)) * 2 * most,
+                  "lookahead %d: %llu bytes of slots, want %d + 1 parameter and gradient slots of %zu bytes", lookahead,
+                  (unsigned long long)cs.slot_bytes, lookahead ? lookahead : 1, most);
+        }
         if (streamed && r == CKPT_OK)
             CHECK(cs.grad_stores == (uint64_t)c->n && cs.grad_loads == (uint64_t)c->n, "%llu gradient copies back and %llu "
                   "loads for %d stages", (unsigned long long)cs.grad_stores, (unsigned long long)cs.grad_loads, c->n);
@@ -292,6 +311,7 @@ static void random_chains(ckpt_backend *plain, ckpt_backend *engine) {
         ckpt_plan_info sa = {0};
         ckpt_plan *p;
         int k = 1 + ci % MAXK, bi, pi, m;
+        lookahead = ci == 29 ? CKPT_MAX_STREAM_LOOKAHEAD : ci % 4;     /* 0 (one), 1, 2, 3 and the most */
         make_case(&c, 1);
         memset(&pd, 0, sizeof pd);
         pd.policy = CKPT_POLICY_STORE_ALL;
@@ -361,7 +381,43 @@ static void random_chains(ckpt_backend *plain, ckpt_backend *engine) {
             }
         }
     }
+    lookahead = 0;
     printf("streaming: %d plans compared\n", plans);
+}
+
+/* With lookahead L, the loads of the next L F or B ops are issued before an op's callback runs:
+   in a store-all forward of n stages, min(n, i + 1 + L) loads before F(i+1) (i from 0). Both
+   backends; gradients equal to the one-op lookahead's. */
+static void lookahead_order(ckpt_backend *plain, ckpt_backend *engine) {
+    static chain_case c;
+    static result ref, got;
+    ckpt_plan_desc pd;
+    int L, i, e;
+    make_case(&c, 1);
+    while (c.n < 5) make_case(&c, 1);
+    memset(&pd, 0, sizeof pd);
+    pd.policy = CKPT_POLICY_STORE_ALL;
+    CHECK(run(&c, 1, 1, &pd, plain, &ref) == CKPT_OK, "one-op lookahead");
+    for (e = 0; e < 2; e++)
+        for (L = 0; L <= CKPT_MAX_STREAM_LOOKAHEAD; L++) {
+            ckpt_backend w = wrapped(e ? engine : plain, &c);
+            int bad = -1, want;
+            lookahead = L;
+            loads_issued = 0;
+            order_log = 1;
+            CHECK(run(&c, 1, 1, &pd, &w, &got) == CKPT_OK, "lookahead %d: the step failed", L);
+            order_log = 0;
+            for (i = 0; i < c.n && bad < 0; i++) {
+                want = i + 1 + (L ? L : 1) < c.n ? i + 1 + (L ? L : 1) : c.n;
+                if (loads_at_fwd[i] != want) bad = i;
+            }
+            CHECK(bad < 0, "lookahead %d (%s): %d parameter loads issued before F(%d), want %d", L, e ? "copy engine" : "plain",
+                  bad < 0 ? 0 : loads_at_fwd[bad], bad + 1, bad < 0 ? 0 : (bad + 1 + (L ? L : 1) < c.n ? bad + 1 + (L ? L : 1) : c.n));
+            CHECK(same(&got, &ref, &c, 1), "lookahead %d (%s): results differ", L, e ? "copy engine" : "plain");
+            CHECK(got.loads == 2 * (uint64_t)c.n, "lookahead %d: %llu loads in store-all, want 2n", L,
+                  (unsigned long long)got.loads);
+        }
+    lookahead = 0;
 }
 
 /* Non-zero host_grads before the step: loaded into param_grads, added into on the device, copied
@@ -510,6 +566,11 @@ static void errors(ckpt_backend *engine) {
         c.st[1].host_params = NULL; c.st[1].param_bytes = 0; c.st[1].host_grads = NULL;
     }
     c.st[0].host_params = NULL; c.st[0].param_bytes = 0; c.st[0].host_grads = NULL;
+    cd.stream_lookahead = -1;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "negative stream_lookahead");
+    cd.stream_lookahead = CKPT_MAX_STREAM_LOOKAHEAD + 1;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "stream_lookahead above the most");
+    cd.stream_lookahead = 0;
     cd.microbatches = -1;
     CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "negative microbatches");
     cd.microbatches = 2;
@@ -546,6 +607,7 @@ int main(void) {
     ed.copy_engine = 1;
     if (ckpt_cpu_backend_create(NULL, &plain) != CKPT_OK || ckpt_cpu_backend_create(&ed, &engine) != CKPT_OK) return 1;
     random_chains(&plain, &engine);
+    lookahead_order(&plain, &engine);
     host_grads_path(&plain, &engine);
     failed_backward(&plain, &engine);
     errors(&engine);

@@ -3,7 +3,8 @@
    Measured traces, on arithmetic stages with dropout, for every combination of: the CPU backend
    with synchronous copies or with its copy engine (copies on worker threads, timed by events
    recorded on the copy streams); store-all, optimal at a third of store-all's peak, and offload at half
-   of store-all's peak (copy engine only); parameter streaming off or on; 1 or 2 microbatch lanes.
+   of store-all's peak (copy engine only); parameter streaming off or on (one op of lookahead with
+   1 lane, three with 2); 1 or 2 microbatch lanes.
    Each trace is checked against the schedule: the compute lane holds exactly the F, B and W ops
    in schedule order (F and B once per lane, lanes in order), every event is on its kind's lane
    and names its op's stage, tape and option, O and P appear once per op and lane, the streaming
@@ -168,6 +169,7 @@ static int rig_make(rig *g, const config *cfg, int plan) {
     }
     memset(&cd, 0, sizeof cd);
     cd.stages = g->st; cd.n_stages = NA; cd.backend = &g->be; cd.seed = 1234; cd.microbatches = cfg->lanes;
+    cd.stream_lookahead = cfg->lanes == 2 ? 3 : 0;  /* streaming: two lanes load three ops ahead, one lane one */
     cd.allocator.alloc = count_alloc; cd.allocator.free = count_free;
     cd.logger.fn = capture;
     if ((r = ckpt_chain_create(&cd, &g->ch)) != CKPT_OK) {
