@@ -224,13 +224,16 @@
    overlap: CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create). After a failed backward no copy is in
    flight: host_grads of each stage whose B op completed holds its gradient added (unless
    copying it back is what failed), the others are unchanged; zero them all before retrying the
-   step. Each sweep (forward, backward) starts with empty slots: the host parameters may have
-   changed since the last one.
+   step. Each forward starts with empty slots: the host parameters may have changed since the
+   last step. Its backward keeps them, and the forward's last ops already load parameters for
+   the backward's first (host_params must not change between ckpt_forward and ckpt_backward:
+   the recomputations and gradients need the forward's); host_grads load only in the backward,
+   so the host may zero them between the two calls.
    ckpt_chain_desc.microbatches = k gives the chain k lanes: ckpt_forward_microbatches and
    ckpt_backward_microbatches run every op for microbatches 0..k-1 before the next op, each in
    its own copy of the arena (arena_bytes is k times one lane; plans and peaks are per lane),
-   so a streamed stage's parameters are loaded once per op for all k: once per forward and once
-   per backward sweep with store-all. Each lane draws its own random numbers and replays them in
+   so a streamed stage's parameters are loaded once per op for all k: with store-all, once in
+   the forward and at most once in the backward. Each lane draws its own random numbers and replays them in
    its recomputations. The k lanes of a B op add into one gradient slot (lane 0 first), which
    is copied back into host_grads once. ckpt_split_by_bytes and ckpt_split_segments group
    layers into stages.
@@ -4545,8 +4548,9 @@ static void _ckpt_stream_free(ckpt_chain *ch) {
     _ckpt_event_drop(ch, &ch->ev_bdone);
 }
 
-/* A sweep starts with empty parameter and gradient slots: the host parameters (and host_grads)
-   may have changed (an optimizer step) since the last one. */
+/* A forward (or an evaluation) starts with empty parameter and gradient slots: the host
+   parameters (and host_grads) may have changed (an optimizer step) since the last step. The
+   backward keeps the forward's slots. */
 static void _ckpt_sweep_begin(ckpt_chain *ch) {
     int i;
     for (i = 0; i < ch->n_slots; i++) {
@@ -5756,17 +5760,19 @@ static int _ckpt_has_grads(const ckpt_chain *ch, int stage) {
     return st->host_grads && st->host_params && st->param_bytes;
 }
 
-/* Before op k runs (its slots taken): for each of the next n_slots - 1 F or B ops before `to`,
-   in order, its stage's parameters start loading into a parameter slot, and for a B op with
-   host_grads those into the gradient slot it will take, so that the loads overlap op k and the
+/* Before op k runs (its slots taken): for each of the next n_slots - 1 F or B ops, in order,
+   its stage's parameters start loading into a parameter slot (the forward's last ops load for
+   the backward's first: a step's two sweeps use the same parameters), and for a B op with
+   host_grads before `to` (the end of the running sweep: the host may change host_grads between
+   the sweeps) those into the gradient slot it will take, so that the loads overlap op k and the
    host-to-device stream runs them in the order they are needed. */
 static ckpt_result _ckpt_stream_prefetch(ckpt_chain *ch, int k, int to) {
     ckpt_result r = CKPT_OK;
     int j = k, a, c = 0;
-    for (a = 0; a < ch->n_slots - 1 && r == CKPT_OK && (j = _ckpt_next_compute(ch, j, to)) >= 0; a++) {
+    for (a = 0; a < ch->n_slots - 1 && r == CKPT_OK && (j = _ckpt_next_compute(ch, j, ch->plan->info.n_ops)) >= 0; a++) {
         int stage = ch->plan->ops[j].stage - 1, g = (ch->next_g + c) % ch->n_slots;
         r = _ckpt_param_prefetch(ch, stage, j, k, NULL);
-        if (r == CKPT_OK && ch->plan->ops[j].kind == CKPT_OP_B && _ckpt_has_grads(ch, stage)) {
+        if (r == CKPT_OK && j < to && ch->plan->ops[j].kind == CKPT_OP_B && _ckpt_has_grads(ch, stage)) {
             c++;
             if (ch->gslot_stage[g] != stage) r = _ckpt_grad_load(ch, g, stage);
         }
@@ -6006,7 +6012,6 @@ CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *ch, const void *cons
     if (!ch->plan) return _CKPT_ERR(&ch->lg, CKPT_ERR_NO_PLAN, "ckpt_backward: no plan; call ckpt_chain_plan first");
     if (ch->state != _CKPT_FORWARD_DONE)
         return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_backward: no forward to back-propagate (call ckpt_forward first)");
-    _ckpt_sweep_begin(ch);
     r = _ckpt_sweep(ch, 1, ch->an.fn_op + 1, ch->plan->info.n_ops, grad_outputs, grad_inputs);
     if (r != CKPT_OK) { _ckpt_abandon_step(ch); return r; }
     if (ch->be.synchronize ? (r = ch->be.synchronize(ch->be.state, NULL)) != CKPT_OK
