@@ -4479,13 +4479,19 @@ static void _ckpt_free_events(ckpt_chain *ch, void **ev, size_t n) {
     _ckpt_free(&ch->al, ev);
 }
 
-/* Without the backend's synchronize: waits for the last copy back into host_grads of each
-   gradient slot (the device-to-host stream runs them in order). */
-static ckpt_result _ckpt_grad_wait(ckpt_chain *ch) {
+/* Without the backend's synchronize: waits for the copies the slots may have in flight: the last
+   copy back into host_grads of each gradient slot, and every load (the host-to-device stream runs
+   them in order: an event recorded after them; a forward leaves the backward's first loads in
+   flight). */
+static ckpt_result _ckpt_slots_wait(ckpt_chain *ch) {
     ckpt_result r = CKPT_OK;
     int g;
     for (g = 0; g < ch->n_slots && r == CKPT_OK; g++)
         if (ch->async && ch->gdone_recorded[g]) r = ch->be.event_synchronize(ch->be.state, ch->ev_gdone[g]);
+    if (r == CKPT_OK && ch->async) {
+        r = ch->be.event_record(ch->be.state, ch->ev_bdone, ch->be.copy_stream(ch->be.state, CKPT_COPY_HOST_TO_DEVICE));
+        if (r == CKPT_OK) r = ch->be.event_synchronize(ch->be.state, ch->ev_bdone);
+    }
     return r;
 }
 
@@ -4493,7 +4499,7 @@ static ckpt_result _ckpt_grad_wait(ckpt_chain *ch) {
    parameter loads, gradient loads and copies back) before their buffers are reused or freed. */
 static void _ckpt_sync_copies(ckpt_chain *ch) {
     if ((ch->pool || ch->streaming) && ch->be.synchronize) (void)ch->be.synchronize(ch->be.state, NULL);
-    else if (ch->streaming) (void)_ckpt_grad_wait(ch);
+    else if (ch->streaming) (void)_ckpt_slots_wait(ch);
 }
 
 /* >>graphs: drops graph `which` (0 forward, 1 backward; -1 both), once the device is done with
@@ -6015,7 +6021,7 @@ CKPT_API ckpt_result ckpt_backward_microbatches(ckpt_chain *ch, const void *cons
     r = _ckpt_sweep(ch, 1, ch->an.fn_op + 1, ch->plan->info.n_ops, grad_outputs, grad_inputs);
     if (r != CKPT_OK) { _ckpt_abandon_step(ch); return r; }
     if (ch->be.synchronize ? (r = ch->be.synchronize(ch->be.state, NULL)) != CKPT_OK
-                           : ch->streaming && (r = _ckpt_grad_wait(ch)) != CKPT_OK) {
+                           : ch->streaming && (r = _ckpt_slots_wait(ch)) != CKPT_OK) {
         _ckpt_abandon_step(ch);
         return _CKPT_ERR(&ch->lg, r, "ckpt_backward: the backend failed to synchronize");
     }

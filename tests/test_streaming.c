@@ -201,7 +201,7 @@ static int in_backward;
 static struct {
     ckpt_backend inner;
     const chain_case *c;
-    int ev_syncs, memsets, pinned, grads_in, grads_out;
+    int ev_syncs, memsets, pinned, grads_in, grads_out, all_ev_syncs;
 } wrap;
 
 static int is_grads(const void *p) {
@@ -228,6 +228,7 @@ static ckpt_result w_memset(void *st, void *dst, int v, size_t bytes, void *stre
 }
 static ckpt_result w_ev_sync(void *st, void *ev) {
     wrap.ev_syncs += in_backward;
+    wrap.all_ev_syncs++;
     return wrap.inner.event_synchronize(st, ev);
 }
 static ckpt_result w_alloc_pinned(void *st, size_t bytes, void **out) {
@@ -437,6 +438,62 @@ static void lookahead_order(ckpt_backend *plain, ckpt_backend *engine) {
     lookahead = 0;
 }
 
+/* A forward leaves loads for the backward in flight (a slow copy engine keeps them so); on a
+   backend with copy streams but no synchronize, ckpt_chain_reset_step waits for them on an
+   event (the host may then change host_params), and the chain's destroy leaves nothing. */
+static void inflight_loads(void) {
+    static chain_case c;
+    ckpt_backend slow, w;
+    ckpt_cpu_desc ed;
+    ckpt_cpu_stats bs = {0};
+    ckpt_chain_desc cd;
+    ckpt_plan_desc pd;
+    ckpt_plan_info info;
+    const void *y;
+    int i, tries, found, syncs = 0;
+    memset(&ed, 0, sizeof ed);
+    ed.copy_engine = 1;
+    ed.copy_bandwidth = 2e5;    /* a 440-byte load takes 2.2 ms */
+    if (ckpt_cpu_backend_create(&ed, &slow) != CKPT_OK) return;
+    {   /* a chain whose forward loads parameters for its backward: more loads than stages */
+        for (tries = 0, found = 0; tries < 100 && !found; tries++) {
+            ckpt_chain *ch = NULL;
+            make_case(&c, 0);
+            for (i = 0; i < c.n; i++) {
+                c.layers[i].streamed = 1;
+                c.st[i].host_params = c.layers[i].params;
+                c.st[i].param_bytes = sizeof(float) * (size_t)(c.layers[i].win * c.layers[i].wout + c.layers[i].wout);
+                c.st[i].host_grads = c.layers[i].grads;
+            }
+            w = wrapped(&slow, &c);
+            w.synchronize = NULL;
+            memset(&cd, 0, sizeof cd);
+            cd.stages = c.st; cd.n_stages = c.n; cd.backend = &w; cd.stream_lookahead = 4;
+            if (ckpt_chain_create(&cd, &ch) != CKPT_OK) break;
+            memset(&pd, 0, sizeof pd);
+            pd.policy = CKPT_POLICY_STORE_ALL;
+            if (ckpt_chain_plan(ch, &pd, &info) == CKPT_OK) {
+                pd.policy = CKPT_POLICY_OPTIMAL;     /* at its smallest budget: long recomputations */
+                pd.budget = 1;
+                if (ckpt_chain_plan_dry(ch, &pd, &info) == CKPT_ERR_INFEASIBLE) pd.budget = info.min_budget;
+                loads_issued = 0;
+                if (ckpt_chain_plan(ch, &pd, &info) == CKPT_OK && ckpt_forward(ch, c.x[0], &y) == CKPT_OK)
+                    found = loads_issued > c.n;
+            }
+            wrap.all_ev_syncs = 0;
+            ckpt_chain_reset_step(ch);
+            syncs = wrap.all_ev_syncs;
+            ckpt_chain_destroy(ch);
+        }
+        CHECK(found, "no chain's forward loaded parameters for its backward");
+        CHECK(!found || syncs > 0, "ckpt_chain_reset_step waited on no event with the backward's loads in flight");
+    }
+    ckpt_cpu_get_stats(&slow, &bs);
+    CHECK(bs.live_allocations == 0, "%llu allocations left", (unsigned long long)bs.live_allocations);
+    ckpt_cpu_backend_destroy(&slow);
+    for (i = 0; i < c.n; i++) c.st[i].host_params = NULL;
+}
+
 /* Non-zero host_grads before the step: loaded into param_grads, added into on the device, copied
    back; no host wait, memset or pinned allocation on the way. */
 static void host_grads_path(ckpt_backend *plain, ckpt_backend *engine) {
@@ -627,6 +684,7 @@ int main(void) {
     if (ckpt_cpu_backend_create(NULL, &plain) != CKPT_OK || ckpt_cpu_backend_create(&ed, &engine) != CKPT_OK) return 1;
     random_chains(&plain, &engine);
     lookahead_order(&plain, &engine);
+    inflight_loads();
     host_grads_path(&plain, &engine);
     failed_backward(&plain, &engine);
     errors(&engine);
