@@ -467,8 +467,8 @@
 
 #ifndef CKPT_MAX_STAGES
 #define CKPT_MAX_STAGES 4096
-#define CKPT_MAX_STREAM_LOOKAHEAD 8     /* ckpt_chain_desc.stream_lookahead's largest value */
 #endif
+#define CKPT_MAX_STREAM_LOOKAHEAD 8     /* ckpt_chain_desc.stream_lookahead's largest value */
 #ifndef CKPT_EXACT_SEARCH_MAX_STAGES
 #define CKPT_EXACT_SEARCH_MAX_STAGES 10
 #endif
@@ -4488,7 +4488,7 @@ static ckpt_result _ckpt_slots_wait(ckpt_chain *ch) {
     int g;
     for (g = 0; g < ch->n_slots && r == CKPT_OK; g++)
         if (ch->async && ch->gdone_recorded[g]) r = ch->be.event_synchronize(ch->be.state, ch->ev_gdone[g]);
-    if (r == CKPT_OK && ch->async) {
+    if (r == CKPT_OK && ch->async && ch->ev_bdone) {     /* (a chain whose setup failed may have none) */
         r = ch->be.event_record(ch->be.state, ch->ev_bdone, ch->be.copy_stream(ch->be.state, CKPT_COPY_HOST_TO_DEVICE));
         if (r == CKPT_OK) r = ch->be.event_synchronize(ch->be.state, ch->ev_bdone);
     }

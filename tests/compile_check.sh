@@ -6,6 +6,7 @@
 #   static     the same with CKPT_STATIC (every function static)
 #   two-tu     one unit with CKPT_IMPLEMENTATION, one without, both calling the API, linked
 #   -O3        (C compilers) one-tu at -O3, where inlining brings warnings of its own
+#   max-stages (C compilers) one-tu with the user's own CKPT_MAX_STAGES (the manual allows it)
 #   c-impl     (C++ compilers) the implementation built as C by the matching C compiler, called
 #              from a C++ unit, linked by the C++ compiler
 # A compiler that is not installed is skipped, not failed.
@@ -124,6 +125,7 @@ for cc in "${c_compilers[@]}"; do
     check "$cc c11 two-tu" build_and_run "c_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" impl.c user.c
     # optimisers warn on their own (-Wmaybe-uninitialized after inlining): users build at -O3 too
     check "$cc c11 -O3" build_and_run "o_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" -O3 single.c
+    check "$cc c11 max-stages" build_and_run "m_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" -DCKPT_MAX_STAGES=100 single.c
 done
 
 for cxx in "${cxx_compilers[@]}"; do

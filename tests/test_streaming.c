@@ -235,6 +235,14 @@ static ckpt_result w_alloc_pinned(void *st, size_t bytes, void **out) {
     wrap.pinned++;
     return wrap.inner.alloc_pinned(st, bytes, out);
 }
+/* The backend contract: the core records and waits only on events it created. */
+static int null_events;
+static ckpt_result (*inner_record)(void *, void *, void *);
+static ckpt_result w_ev_record(void *st, void *ev, void *stream) {
+    null_events += ev == NULL;
+    return inner_record(st, ev, stream);
+}
+
 static ckpt_backend wrapped(const ckpt_backend *inner, const chain_case *c) {
     ckpt_backend b = *inner;
     memset(&wrap, 0, sizeof wrap);
@@ -642,6 +650,37 @@ static void errors(ckpt_backend *engine) {
         c.st[1].host_params = NULL; c.st[1].param_bytes = 0; c.st[1].host_grads = NULL;
     }
     c.st[0].host_params = NULL; c.st[0].param_bytes = 0; c.st[0].host_grads = NULL;
+    {   /* every allocation of the most slots failing in turn, on a backend without synchronize: an
+           error each time, nothing left, no event used that was not created */
+        ckpt_backend w = *engine;
+        ckpt_cpu_stats before = {0}, after = {0};
+        int nth, failed = 0;
+        w.synchronize = NULL;
+        inner_record = engine->event_record; w.event_record = w_ev_record; null_events = 0;
+        cd.backend = &w; cd.stream_lookahead = CKPT_MAX_STREAM_LOOKAHEAD;
+        for (i = 0; i < c.n; i++) {
+            c.st[i].host_params = c.layers[i].params; c.st[i].param_bytes = 64; c.st[i].host_grads = c.layers[i].grads;
+        }
+        ckpt_cpu_get_stats(engine, &before);
+        for (nth = 1; nth <= 2 * (CKPT_MAX_STREAM_LOOKAHEAD + 1); nth++) {
+            ckpt_result r;
+            ckpt_cpu_inject_fault(engine, CKPT_CPU_FAULT_ALLOC, nth);
+            r = ckpt_chain_create(&cd, &ch);
+            ckpt_cpu_inject_fault(engine, CKPT_CPU_FAULT_ALLOC, 0);
+            failed += r == CKPT_ERR_OUT_OF_DEVICE_MEMORY || r == CKPT_ERR_BACKEND;
+            CHECK(r != CKPT_OK || nth > 2 * (CKPT_MAX_STREAM_LOOKAHEAD + 1), "slot allocation %d failing: created", nth);
+            if (r == CKPT_OK) ckpt_chain_destroy(ch);
+            ch = NULL;
+        }
+        ckpt_cpu_get_stats(engine, &after);
+        CHECK(failed == 2 * (CKPT_MAX_STREAM_LOOKAHEAD + 1), "%d of %d failed slot allocations reported", failed,
+              2 * (CKPT_MAX_STREAM_LOOKAHEAD + 1));
+        CHECK(null_events == 0, "%d events recorded that the chain never created", null_events);
+        CHECK(after.live_allocations == before.live_allocations, "%llu allocations left by failed creates",
+              (unsigned long long)(after.live_allocations - before.live_allocations));
+        for (i = 0; i < c.n; i++) { c.st[i].host_params = NULL; c.st[i].param_bytes = 0; c.st[i].host_grads = NULL; }
+        cd.backend = engine;
+    }
     cd.stream_lookahead = -1;
     CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "negative stream_lookahead");
     cd.stream_lookahead = CKPT_MAX_STREAM_LOOKAHEAD + 1;
