@@ -5660,9 +5660,9 @@ static ckpt_result _ckpt_wait_copies(ckpt_chain *ch, int k, int lane) {
 }
 
 /* >>streaming (executor): parameters into device slots, gradients out through as many more */
-/* The next F or B op after k before `to`; -1 if none. */
-static int _ckpt_next_compute(const ckpt_chain *ch, int k, int to) {
-    for (k++; k < to; k++)
+/* The next F or B op of the step after op k; -1 if none. */
+static int _ckpt_next_compute(const ckpt_chain *ch, int k) {
+    for (k++; k < ch->plan->info.n_ops; k++)
         if (ch->plan->ops[k].kind == CKPT_OP_F || ch->plan->ops[k].kind == CKPT_OP_B) return k;
     return -1;
 }
@@ -5775,7 +5775,7 @@ static int _ckpt_has_grads(const ckpt_chain *ch, int stage) {
 static ckpt_result _ckpt_stream_prefetch(ckpt_chain *ch, int k, int to) {
     ckpt_result r = CKPT_OK;
     int j = k, a, c = 0;
-    for (a = 0; a < ch->n_slots - 1 && r == CKPT_OK && (j = _ckpt_next_compute(ch, j, ch->plan->info.n_ops)) >= 0; a++) {
+    for (a = 0; a < ch->n_slots - 1 && r == CKPT_OK && (j = _ckpt_next_compute(ch, j)) >= 0; a++) {
         int stage = ch->plan->ops[j].stage - 1, g = (ch->next_g + c) % ch->n_slots;
         r = _ckpt_param_prefetch(ch, stage, j, k, NULL);
         if (r == CKPT_OK && j < to && ch->plan->ops[j].kind == CKPT_OP_B && _ckpt_has_grads(ch, stage)) {

@@ -210,15 +210,16 @@ int main(int argc, char **argv)
     if (rounds > 1) {
         printf("%s%d rounds: CPU-time ratio to the same round's store-all, median [smallest, largest]\n", lead, rounds);
         for (size_t c = 0; c < cells; c++) {
-            double v[64], t;
+            double v[64];
             int n = 0;
             for (int r = 0; r < rounds; r++)
                 if (cpu_x[(size_t)r * cells + c] == cpu_x[(size_t)r * cells + c]) v[n++] = cpu_x[(size_t)r * cells + c];
-            for (int i = 1; i < n; i++)         /* insertion sort */
-                for (int j = i; j > 0 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
             printf("%s%-14s %5.3f ", lead, ckpt_policy_name(policies[c % (size_t)n_policies]), fracs[c / (size_t)n_policies]);
             if (!n) printf("infeasible\n");
-            else printf("%.3f [%.3f, %.3f]\n", n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v[0], v[n - 1]);
+            else {
+                double med = median(v, n);      /* sorts v */
+                printf("%.3f [%.3f, %.3f]\n", med, v[0], v[n - 1]);
+            }
         }
     }
     free(cpu_x);

@@ -51,6 +51,8 @@ static int check_entry, entry_bad, fail_stage = -1;
    callback of lane 0 logs, per stage, how many parameter loads were issued before it ran
    (counted by the wrapped backend's copy_async). */
 static int lookahead, order_log, loads_issued, loads_at_fwd[MAXN];
+/* The lookahead a chain made with stream_lookahead L runs with (0 means 1). */
+static int eff_lookahead(int L) { return L ? L : 1; }
 /* regrads: run() fills host_grads with 1e6 before the forward and sets them (init_grads or
    zero) only between the forward and the backward, as a host that zeroes gradients there does */
 static int regrads;
@@ -190,7 +192,7 @@ static void load_bounds(const ckpt_plan *plan, int n, int n_slots, int *lo, int 
 /* Store-all's parameter loads: n in the forward, and in the backward n less the stages of the
    forward's last L + 1 ops, still in the L + 1 slots. */
 static uint64_t store_all_loads(int n, int L) {
-    int slots = (L ? L : 1) + 1;
+    int slots = eff_lookahead(L) + 1;
     return 2 * (uint64_t)n - (uint64_t)(n < slots ? n : slots);
 }
 
@@ -298,13 +300,13 @@ static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc 
         for (i = 0; i < c->n; i++) memcpy(out->grads[i], c->layers[i].grads, sizeof out->grads[i]);
         ckpt_chain_get_stats(ch, &cs);
         out->loads = cs.param_loads;
-        if (streamed) load_bounds(ckpt_chain_get_plan(ch), c->n, (lookahead ? lookahead : 1) + 1, &out->loads_lo, &out->loads_hi);
+        if (streamed) load_bounds(ckpt_chain_get_plan(ch), c->n, eff_lookahead(lookahead) + 1, &out->loads_lo, &out->loads_hi);
         if (streamed) {
             size_t most = 0;
             for (i = 0; i < c->n; i++) if (c->st[i].param_bytes > most) most = c->st[i].param_bytes;
-            CHECK(cs.slot_bytes == (uint64_t)(1 + (lookahead ? lookahead : 1)) * 2 * most,
+            CHECK(cs.slot_bytes == (uint64_t)(1 + eff_lookahead(lookahead)) * 2 * most,
                   "lookahead %d: %llu bytes of slots, want %d + 1 parameter and gradient slots of %zu bytes", lookahead,
-                  (unsigned long long)cs.slot_bytes, lookahead ? lookahead : 1, most);
+                  (unsigned long long)cs.slot_bytes, eff_lookahead(lookahead), most);
         }
         if (streamed && r == CKPT_OK)
             CHECK(cs.grad_stores == (uint64_t)c->n && cs.grad_loads == (uint64_t)c->n, "%llu gradient copies back and %llu "
@@ -427,18 +429,18 @@ static void lookahead_order(ckpt_backend *plain, ckpt_backend *engine) {
     for (e = 0; e < 2; e++)
         for (L = 0; L <= CKPT_MAX_STREAM_LOOKAHEAD; L++) {
             ckpt_backend w = wrapped(e ? engine : plain, &c);
-            int bad = -1, want;
+            int bad = -1, want = 0;
             lookahead = L;
             loads_issued = 0;
             order_log = 1;
             CHECK(run(&c, 1, 1, &pd, &w, &got) == CKPT_OK, "lookahead %d: the step failed", L);
             order_log = 0;
             for (i = 0; i < c.n && bad < 0; i++) {
-                want = i + 1 + (L ? L : 1) < c.n ? i + 1 + (L ? L : 1) : c.n;
+                want = i + 1 + eff_lookahead(L) < c.n ? i + 1 + eff_lookahead(L) : c.n;
                 if (loads_at_fwd[i] != want) bad = i;
             }
             CHECK(bad < 0, "lookahead %d (%s): %d parameter loads issued before F(%d), want %d", L, e ? "copy engine" : "plain",
-                  bad < 0 ? 0 : loads_at_fwd[bad], bad + 1, bad < 0 ? 0 : (bad + 1 + (L ? L : 1) < c.n ? bad + 1 + (L ? L : 1) : c.n));
+                  bad < 0 ? 0 : loads_at_fwd[bad], bad + 1, want);
             CHECK(same(&got, &ref, &c, 1), "lookahead %d (%s): results differ", L, e ? "copy engine" : "plain");
             CHECK(got.loads == store_all_loads(c.n, L), "lookahead %d: %llu loads in store-all, want %llu", L,
                   (unsigned long long)got.loads, (unsigned long long)store_all_loads(c.n, L));
@@ -463,39 +465,38 @@ static void inflight_loads(void) {
     ed.copy_engine = 1;
     ed.copy_bandwidth = 2e5;    /* a 440-byte load takes 2.2 ms */
     if (ckpt_cpu_backend_create(&ed, &slow) != CKPT_OK) return;
-    {   /* a chain whose forward loads parameters for its backward: more loads than stages */
-        for (tries = 0, found = 0; tries < 100 && !found; tries++) {
-            ckpt_chain *ch = NULL;
-            make_case(&c, 0);
-            for (i = 0; i < c.n; i++) {
-                c.layers[i].streamed = 1;
-                c.st[i].host_params = c.layers[i].params;
-                c.st[i].param_bytes = sizeof(float) * (size_t)(c.layers[i].win * c.layers[i].wout + c.layers[i].wout);
-                c.st[i].host_grads = c.layers[i].grads;
-            }
-            w = wrapped(&slow, &c);
-            w.synchronize = NULL;
-            memset(&cd, 0, sizeof cd);
-            cd.stages = c.st; cd.n_stages = c.n; cd.backend = &w; cd.stream_lookahead = 4;
-            if (ckpt_chain_create(&cd, &ch) != CKPT_OK) break;
-            memset(&pd, 0, sizeof pd);
-            pd.policy = CKPT_POLICY_STORE_ALL;
-            if (ckpt_chain_plan(ch, &pd, &info) == CKPT_OK) {
-                pd.policy = CKPT_POLICY_OPTIMAL;     /* at its smallest budget: long recomputations */
-                pd.budget = 1;
-                if (ckpt_chain_plan_dry(ch, &pd, &info) == CKPT_ERR_INFEASIBLE) pd.budget = info.min_budget;
-                loads_issued = 0;
-                if (ckpt_chain_plan(ch, &pd, &info) == CKPT_OK && ckpt_forward(ch, c.x[0], &y) == CKPT_OK)
-                    found = loads_issued > c.n;
-            }
-            wrap.all_ev_syncs = 0;
-            ckpt_chain_reset_step(ch);
-            syncs = wrap.all_ev_syncs;
-            ckpt_chain_destroy(ch);
+    /* a chain whose forward loads parameters for its backward: more loads than stages */
+    for (tries = 0, found = 0; tries < 100 && !found; tries++) {
+        ckpt_chain *ch = NULL;
+        make_case(&c, 0);
+        for (i = 0; i < c.n; i++) {
+            c.layers[i].streamed = 1;
+            c.st[i].host_params = c.layers[i].params;
+            c.st[i].param_bytes = sizeof(float) * (size_t)(c.layers[i].win * c.layers[i].wout + c.layers[i].wout);
+            c.st[i].host_grads = c.layers[i].grads;
         }
-        CHECK(found, "no chain's forward loaded parameters for its backward");
-        CHECK(!found || syncs > 0, "ckpt_chain_reset_step waited on no event with the backward's loads in flight");
+        w = wrapped(&slow, &c);
+        w.synchronize = NULL;
+        memset(&cd, 0, sizeof cd);
+        cd.stages = c.st; cd.n_stages = c.n; cd.backend = &w; cd.stream_lookahead = 4;
+        if (ckpt_chain_create(&cd, &ch) != CKPT_OK) break;
+        memset(&pd, 0, sizeof pd);
+        pd.policy = CKPT_POLICY_STORE_ALL;
+        if (ckpt_chain_plan(ch, &pd, &info) == CKPT_OK) {
+            pd.policy = CKPT_POLICY_OPTIMAL;     /* at its smallest budget: long recomputations */
+            pd.budget = 1;
+            if (ckpt_chain_plan_dry(ch, &pd, &info) == CKPT_ERR_INFEASIBLE) pd.budget = info.min_budget;
+            loads_issued = 0;
+            if (ckpt_chain_plan(ch, &pd, &info) == CKPT_OK && ckpt_forward(ch, c.x[0], &y) == CKPT_OK)
+                found = loads_issued > c.n;
+        }
+        wrap.all_ev_syncs = 0;
+        ckpt_chain_reset_step(ch);
+        syncs = wrap.all_ev_syncs;
+        ckpt_chain_destroy(ch);
     }
+    CHECK(found, "no chain's forward loaded parameters for its backward");
+    CHECK(!found || syncs > 0, "ckpt_chain_reset_step waited on no event with the backward's loads in flight");
     ckpt_cpu_get_stats(&slow, &bs);
     CHECK(bs.live_allocations == 0, "%llu allocations left", (unsigned long long)bs.live_allocations);
     ckpt_cpu_backend_destroy(&slow);
