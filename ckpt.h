@@ -3321,13 +3321,13 @@ static double _ckpt_dense_at(const _ckpt_dense *D, const _ckpt_opt *o, int64_t m
 
 /* cur = min(cur, the option's values). The option's value at m is at least
    lb(m) = (c + summary 1 at m - o1) + summary 2 at m - o2 (floating-point sums are monotone),
-   and cur and the rows are non-increasing in m: nothing changes from the first m where cur is at
-   most lb(M), nor on a run of m from m0 to m1 where lb(m1) >= cur[m0]. The rows are read only on
-   the other runs, so cur ends as it would if every value were computed. */
+   and cur and the rows are non-increasing in m: nothing changes from the first run that starts
+   where cur is at most lb(M), nor on a run of m from m0 to m1 where lb(m1) >= cur[m0]. The rows
+   are read only on the other runs, so cur ends as it would if every value were computed. */
 static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_opt *o, const double *zeros) {
     uint64_t u = D->d->unit;
     int64_t M = D->M, K = D->K, lo = (int64_t)(o->floor / u), o1 = (int64_t)(o->o1 / u), o2 = (int64_t)(o->o2 / u);
-    int64_t hi = M + 1, a, e, k1, k2;
+    int64_t a, e, k1, k2;
     const double *s1 = o->s1 ? _ckpt_sum(D, o->s1, o->t1, o->f1) : zeros, *s2 = o->s2 ? _ckpt_sum(D, o->s2, o->t2, o->f2) : zeros;
     const double *r1 = o->s1 ? _ckpt_row(D, o->s1, o->t1, o->f1) : zeros, *r2 = o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2) : zeros;
     double best;
@@ -3336,18 +3336,14 @@ static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_op
     if (lo > M) return;
     best = (o->c + s1[_ckpt_sum_k(D, M - o1)]) + s2[_ckpt_sum_k(D, M - o2)];   /* lb(M) */
     if (best == INFINITY) return;
-    for (a = lo; a < hi;) {
-        int64_t mid = a + (hi - a) / 2;
-        if (cur[mid] <= best) hi = mid; else a = mid + 1;
-    }
     /* runs end at multiples of S; a run's bound is lb at its last m rounded up to that multiple
        (smaller or equal: still a bound), so its summary indexes step by one */
     e = (lo / _CKPT_SUM_STEP + 1) * _CKPT_SUM_STEP;
     k1 = _ckpt_sum_k(D, e - 1 - o1);
     k2 = _ckpt_sum_k(D, e - 1 - o2);
-    for (a = lo; a < hi; a = e, e += _CKPT_SUM_STEP, k1++, k2++)
+    for (a = lo; a <= M && cur[a] > best; a = e, e += _CKPT_SUM_STEP, k1++, k2++)
         if ((o->c + s1[k1 < K ? k1 : K]) + s2[k2 < K ? k2 : K] < cur[a])
-            _ckpt_min_sum(cur + a, r1 + (a - o1), r2 + (a - o2), o->c, (e < hi ? e : hi) - a);
+            _ckpt_min_sum(cur + a, r1 + (a - o1), r2 + (a - o2), o->c, (e <= M ? e : M + 1) - a);
 }
 
 /* Columns t in blocks of _CKPT_FILL_BLOCK; in a block, s descending, then t ascending. An option
