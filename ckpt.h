@@ -2837,14 +2837,15 @@ static void _ckpt_fam(int f, int *k, int *w, int *ke, int *keep, int *ok, int *o
     *ke = b >= 2 ? (c >> 1) & 1 : 0;
 }
 
-/* The options of sub-problem (s,t) in family f into op; returns how many. inner: only (c), (d)
-   and (e), with stage s's flag and the budget ignored (the sweeps (h) runs). */
-static int _ckpt_dp_gen(const _ckpt_dp *d, _ckpt_opt *op, int s, int t, int f, int inner) {
+/* The options of sub-problem (s,t) in family f into op; returns how many. mode 0: all of them;
+   1: only (c), (d) and (e), with stage s's flag and the budget ignored (the sweeps (h) runs); 2:
+   all but the splits (c)-(e) (level 0 runs its splits without records: >>splits0). */
+static int _ckpt_dp_gen(const _ckpt_dp *d, _ckpt_opt *op, int s, int t, int f, int mode) {
     const ckpt_cost *cs = &d->c[s - 1];
     int k, w, ke, keep, ok, oke, r, no = 0;
     int j, w2, k2, o, o2;
     double fsum = 0.0;  /* f_s + ... + f_j, summed in this order so that equal rows get equal sums (>>repeats) */
-    uint64_t x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t), e, lim = inner ? UINT64_MAX : d->budget;
+    uint64_t x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t), e, lim = mode == 1 ? UINT64_MAX : d->budget;
     _ckpt_opt *p;
 #define _CKPT_OPT(K, J, C, FLOOR) (memset(&op[no], 0, sizeof op[no]), op[no].kind = (K), op[no].j = (J), \
                                    op[no].c = (C), op[no].floor = (FLOOR), &op[no++])
@@ -2858,7 +2859,7 @@ static int _ckpt_dp_gen(const _ckpt_dp *d, _ckpt_opt *op, int s, int t, int f, i
     e = k ? _ckpt_dp_to(d, t, ok) : 0;
     if (keep && !_ckpt_dp_ckpt_ok(d, s)) return 0;  /* its caller runs F(s) again */
     if ((keep || w > 2) && !_ckpt_dp_near(d, s, t, w)) return 0;   /* there only for (h) */
-    if (inner) goto splits;
+    if (mode == 1) goto splits;
     if (s == t) {   /* (a); with k = 1, T[s] is live in option ok */
         for (o = k ? ok : 0; o <= (k ? ok : cs->n_options); o++) {
             uint64_t to = _ckpt_dp_to(d, s, o), pb = x + g + to + x + d->WB[s], pf = _ckpt_dp_c1(d, s, s, to);
@@ -2899,7 +2900,7 @@ static int _ckpt_dp_gen(const _ckpt_dp *d, _ckpt_opt *op, int s, int t, int f, i
         p = _CKPT_OPT('f', 0, cs->f, _ckpt_dp_c1(d, s, t, d->TS[s]) + e);
         _CKPT_SUB(1, s + 1, t, r == s ? _CKPT_FID(k, ok, 0) : _CKPT_FID(_CKPT_DROP(w - 1, ke, k), ok, oke));
     }
-    if (!_ckpt_dp_ckpt_ok(d, s)) return no;
+    if (!_ckpt_dp_ckpt_ok(d, s) || mode == 2) return no;
 splits:
     for (j = s; j < t; j++) {
         uint64_t sw0 = d->sweep[_CKPT_IDX(d, s, j)], sw = sw0 + g + e;
@@ -3052,6 +3053,31 @@ static uint64_t _ckpt_dp_opt_minp(const _ckpt_dp *d, const _ckpt_opt *o) {
     return _ckpt_max3(o->floor, p1, p2);
 }
 
+/* >>splits0: at level 0 (rotor's options, one family) the splits (c) are nearly all of the
+   program's options, so the smallest peaks and the dense table run them directly, without option
+   records: split j of Seg(s,t,0) is F(s..j,0) keeping X[j], Seg(j+1,t,0) over X[s-1], then
+   Seg(s,j,0), with floor sweep(s,j) + G[t], which grows with j. The records of the other options
+   come from _ckpt_dp_unsplit; _ckpt_dp_options still gives every option (the sparse program,
+   emitting a plan). */
+static int _ckpt_dp_unsplit(const _ckpt_dp *d, int s, int t, int f) {
+    return d->level ? _ckpt_dp_options(d, s, t, f) : _ckpt_dp_gen(d, d->opts, s, t, f, 2);
+}
+static int _ckpt_dp_splits0(const _ckpt_dp *d, int s) { return !d->level && _ckpt_dp_ckpt_ok(d, s); }
+
+/* The smallest peak of the splits of Seg(s,t,0) (UINT64_MAX: none). */
+static uint64_t _ckpt_splits0_minp(const _ckpt_dp *d, int s, int t) {
+    const uint64_t *mp = d->minp[0];
+    uint64_t best = UINT64_MAX, x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t);
+    int j;
+    for (j = s; j < t; j++) {
+        uint64_t p1 = mp[_CKPT_IDX(d, j + 1, t)], p2 = mp[_CKPT_IDX(d, s, j)], v;
+        if (p1 == UINT64_MAX || p2 == UINT64_MAX) continue;
+        v = _ckpt_max3(d->sweep[_CKPT_IDX(d, s, j)] + g, p1 + x, p2);
+        if (v < best) best = v;
+    }
+    return best;
+}
+
 /* The smallest peak of every sub-problem: the options with max/min instead of frontiers. */
 static void _ckpt_dp_minpeak(_ckpt_dp *d) {
     int n = d->n, len, s, i, q;
@@ -3063,9 +3089,13 @@ static void _ckpt_dp_minpeak(_ckpt_dp *d) {
                 int f = d->fam[q], no, s0 = d->rep.first[d->rep.row[_CKPT_IDX(d, s, s + len)]];
                 uint64_t best = UINT64_MAX;
                 if (s0 < s) { d->minp[f][_CKPT_IDX(d, s, s + len)] = d->minp[f][_CKPT_IDX(d, s0, s0 + len)]; continue; }
-                no = _ckpt_dp_options(d, s, s + len, f);
+                no = _ckpt_dp_unsplit(d, s, s + len, f);
                 for (i = 0; i < no; i++) {
                     uint64_t v = _ckpt_dp_opt_minp(d, &d->opts[i]);
+                    if (v < best) best = v;
+                }
+                if (_ckpt_dp_splits0(d, s)) {
+                    uint64_t v = _ckpt_splits0_minp(d, s, s + len);
                     if (v < best) best = v;
                 }
                 d->minp[f][_CKPT_IDX(d, s, s + len)] = best;
@@ -3261,23 +3291,41 @@ static void _ckpt_dp_free(_ckpt_dp *d) {
 /* The dense variant: best[f][row][m] for every m = 0..M units, as rotor does, with an inner loop
    over m that compilers vectorise; one row per >>repeats row. Used when M and the rows are small
    enough for the table. Rows are non-increasing in m. Each row also has a summary, its values at
-   m = 0, S, 2S, .., and M (S = _CKPT_SUM_STEP): small enough to stay in cache, it bounds an
-   option from below without reading the rows themselves. */
+   m = 0, S, 2S, .., M and M again (S = _CKPT_SUM_STEP): small enough to stay in cache, it bounds
+   an option from below without reading the rows themselves. */
 #define _CKPT_SUM_STEP 16
 typedef struct _ckpt_dense {
     _ckpt_dp *d;
-    int64_t M, K;           /* K + 1 summary values per row: row[min(S k, M)], k = 0..K */
+    int64_t M, K;           /* K + 2 summary values per row: row[min(S k, M)], k = 0..K + 1 */
     size_t fam;             /* doubles per family */
     double *tab;            /* (M+1) doubles per (f, row) */
-    double *sum;            /* (K+1) doubles per (f, row) */
+    double *sum;            /* (K+2) doubles per (f, row) */
+    double *zeros;          /* M+2 zeros: a missing row, or its summary */
+    unsigned char *done;    /* per >>repeats row: computed */
 } _ckpt_dense;
+
+/* The table of d in M = budget / unit units; 0: out of memory (_ckpt_dense_free frees either way). */
+static int _ckpt_dense_alloc(_ckpt_dense *D, _ckpt_dp *d) {
+    const ckpt_allocator *al = d->al;
+    D->d = d; D->M = (int64_t)(d->budget / d->unit); D->K = (D->M + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP;
+    D->fam = (size_t)d->rep.n_rows * (size_t)(D->M + 1);
+    D->tab = (double *)_ckpt_malloc(al, (size_t)d->nfam * D->fam * sizeof(double));
+    D->sum = (double *)_ckpt_malloc(al, (size_t)d->nfam * (size_t)d->rep.n_rows * (size_t)(D->K + 2) * sizeof(double));
+    D->zeros = (double *)_ckpt_calloc(al, (size_t)D->M + 2, sizeof(double));
+    D->done = (unsigned char *)_ckpt_calloc(al, (size_t)d->rep.n_rows, 1);
+    return D->tab && D->sum && D->zeros && D->done;
+}
+static void _ckpt_dense_free(_ckpt_dense *D) {
+    const ckpt_allocator *al = D->d->al;
+    _ckpt_free(al, D->tab); _ckpt_free(al, D->sum); _ckpt_free(al, D->zeros); _ckpt_free(al, D->done);
+}
 
 static double *_ckpt_row(const _ckpt_dense *D, int s, int t, int f) {
     return D->tab + (size_t)D->d->slot[f] * D->fam + (size_t)D->d->rep.row[_CKPT_IDX(D->d, s, t)] * (size_t)(D->M + 1);
 }
 static double *_ckpt_sum(const _ckpt_dense *D, int s, int t, int f) {
     return D->sum + ((size_t)D->d->slot[f] * (size_t)D->d->rep.n_rows + (size_t)D->d->rep.row[_CKPT_IDX(D->d, s, t)]) *
-                    (size_t)(D->K + 1);
+                    (size_t)(D->K + 2);
 }
 /* The summary index of the first step at or above m (its value bounds the row at m from below). */
 static int64_t _ckpt_sum_k(const _ckpt_dense *D, int64_t m) {
@@ -3291,7 +3339,7 @@ static int64_t _ckpt_sum_k(const _ckpt_dense *D, int64_t m) {
 #define _CKPT_RESTRICT
 #endif
 /* cur[i] = min(cur[i], (c + a[i]) + b[i]): the inner loop of the table, unrolled for the
-   compiler. */
+   compiler; _ckpt_min_run for a whole run. */
 static void _ckpt_min_sum(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRICT a, const double *_CKPT_RESTRICT b,
                           double c, int64_t len) {
     int64_t i = 0;
@@ -3308,6 +3356,14 @@ static void _ckpt_min_sum(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRI
         cur[i] = v < cur[i] ? v : cur[i];
     }
 }
+static void _ckpt_min_run(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRICT a, const double *_CKPT_RESTRICT b,
+                          double c) {
+    int i;
+    for (i = 0; i < _CKPT_SUM_STEP; i++) {
+        double v = (c + a[i]) + b[i];
+        cur[i] = v < cur[i] ? v : cur[i];
+    }
+}
 
 /* An option's value at m units, (c + row1[m - o1]) + row2[m - o2] (a missing row counts 0);
    INFINITY below its floor. */
@@ -3319,31 +3375,57 @@ static double _ckpt_dense_at(const _ckpt_dense *D, const _ckpt_opt *o, int64_t m
            (o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2)[m - o2] : 0.0);
 }
 
-/* cur = min(cur, the option's values). The option's value at m is at least
+/* cur = min(cur, an option's values): c + (row r1 at m - o1) + (row r2 at m - o2) from m = lo up
+   (in units; s1, s2: the rows' summaries). The value at m is at least
    lb(m) = (c + summary 1 at m - o1) + summary 2 at m - o2 (floating-point sums are monotone),
    and cur and the rows are non-increasing in m: nothing changes from the first run that starts
    where cur is at most lb(M), nor on a run of m from m0 to m1 where lb(m1) >= cur[m0]. The rows
    are read only on the other runs, so cur ends as it would if every value were computed. */
-static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_opt *o, const double *zeros) {
-    uint64_t u = D->d->unit;
-    int64_t M = D->M, K = D->K, lo = (int64_t)(o->floor / u), o1 = (int64_t)(o->o1 / u), o2 = (int64_t)(o->o2 / u);
-    int64_t a, e, k1, k2;
-    const double *s1 = o->s1 ? _ckpt_sum(D, o->s1, o->t1, o->f1) : zeros, *s2 = o->s2 ? _ckpt_sum(D, o->s2, o->t2, o->f2) : zeros;
-    const double *r1 = o->s1 ? _ckpt_row(D, o->s1, o->t1, o->f1) : zeros, *r2 = o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2) : zeros;
+static void _ckpt_dense_run(const _ckpt_dense *D, double *cur, double c, int64_t lo, int64_t o1, int64_t o2,
+                            const double *s1, const double *r1, const double *s2, const double *r2) {
+    int64_t M = D->M, a, e, len;
+    const double *b1, *b2;
     double best;
     if (lo < o1) lo = o1;
     if (lo < o2) lo = o2;
     if (lo > M) return;
-    best = (o->c + s1[_ckpt_sum_k(D, M - o1)]) + s2[_ckpt_sum_k(D, M - o2)];   /* lb(M) */
+    best = (c + s1[_ckpt_sum_k(D, M - o1)]) + s2[_ckpt_sum_k(D, M - o2)];   /* lb(M) */
     if (best == INFINITY) return;
     /* runs end at multiples of S; a run's bound is lb at its last m rounded up to that multiple
-       (smaller or equal: still a bound), so its summary indexes step by one */
+       (smaller or equal: still a bound), so its summary values step by one, at most to K + 1 (the
+       last run ends before M + S) */
     e = (lo / _CKPT_SUM_STEP + 1) * _CKPT_SUM_STEP;
-    k1 = _ckpt_sum_k(D, e - 1 - o1);
-    k2 = _ckpt_sum_k(D, e - 1 - o2);
-    for (a = lo; a <= M && cur[a] > best; a = e, e += _CKPT_SUM_STEP, k1++, k2++)
-        if ((o->c + s1[k1 < K ? k1 : K]) + s2[k2 < K ? k2 : K] < cur[a])
-            _ckpt_min_sum(cur + a, r1 + (a - o1), r2 + (a - o2), o->c, (e <= M ? e : M + 1) - a);
+    b1 = s1 + (e - 2 - o1 + _CKPT_SUM_STEP) / _CKPT_SUM_STEP;
+    b2 = s2 + (e - 2 - o2 + _CKPT_SUM_STEP) / _CKPT_SUM_STEP;
+    for (a = lo; a <= M && cur[a] > best; a = e, e += _CKPT_SUM_STEP, b1++, b2++)
+        if ((c + *b1) + *b2 < cur[a]) {
+            len = (e <= M ? e : M + 1) - a;
+            if (len == _CKPT_SUM_STEP) _ckpt_min_run(cur + a, r1 + (a - o1), r2 + (a - o2), c);
+            else _ckpt_min_sum(cur + a, r1 + (a - o1), r2 + (a - o2), c, len);
+        }
+}
+
+static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_opt *o) {
+    uint64_t u = D->d->unit;
+    const double *zeros = D->zeros;
+    _ckpt_dense_run(D, cur, o->c, (int64_t)(o->floor / u), (int64_t)(o->o1 / u), (int64_t)(o->o2 / u),
+                    o->s1 ? _ckpt_sum(D, o->s1, o->t1, o->f1) : zeros, o->s1 ? _ckpt_row(D, o->s1, o->t1, o->f1) : zeros,
+                    o->s2 ? _ckpt_sum(D, o->s2, o->t2, o->f2) : zeros, o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2) : zeros);
+}
+
+/* The splits of Seg(s,t,0) into cur (>>splits0); f_s + .. + f_j summed as _ckpt_dp_gen sums them. */
+static void _ckpt_dense_splits0(const _ckpt_dense *D, double *cur, int s, int t) {
+    const _ckpt_dp *d = D->d;
+    uint64_t u = d->unit, x = _ckpt_dp_x(d, s), g = _ckpt_dp_g(d, t);
+    double fsum = 0.0;
+    int j;
+    for (j = s; j < t; j++) {
+        uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)] + g;
+        if (sw > d->budget) break;
+        fsum += d->c[j - 1].f;
+        _ckpt_dense_run(D, cur, fsum, (int64_t)(sw / u), (int64_t)(x / u), 0, _ckpt_sum(D, j + 1, t, 0),
+                        _ckpt_row(D, j + 1, t, 0), _ckpt_sum(D, s, j, 0), _ckpt_row(D, s, j, 0));
+    }
 }
 
 /* Columns t in blocks of _CKPT_FILL_BLOCK; in a block, s descending, then t ascending. An option
@@ -3351,8 +3433,9 @@ static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_op
    before), all done by then; the rows (s,j) that (c) reads for one s serve the whole block while
    they are in cache. A row is computed at its first sub-problem in this order (done[row]). */
 #define _CKPT_FILL_BLOCK 8
-static void _ckpt_dense_fill(_ckpt_dense *D, const double *zeros, unsigned char *done) {
+static void _ckpt_dense_fill(_ckpt_dense *D) {
     _ckpt_dp *d = D->d;
+    unsigned char *done = D->done;
     int n = d->n, t, s, q, i, t0, t1;
     int64_t M = D->M, m, k;
     for (t0 = 1; t0 <= n; t0 += _CKPT_FILL_BLOCK) {
@@ -3367,10 +3450,11 @@ static void _ckpt_dense_fill(_ckpt_dense *D, const double *zeros, unsigned char 
                     double *cur = _ckpt_row(D, s, t, f), *sum = _ckpt_sum(D, s, t, f);
                     for (m = 0; m <= M; m++) cur[m] = INFINITY;
                     if ((int64_t)(d->minp[f][_CKPT_IDX(d, s, t)] / d->unit) <= M) {
-                        no = _ckpt_dp_options(d, s, t, f);
-                        for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i], zeros);
+                        no = _ckpt_dp_unsplit(d, s, t, f);
+                        for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i]);
+                        if (_ckpt_dp_splits0(d, s)) _ckpt_dense_splits0(D, cur, s, t);
                     }
-                    for (k = 0; k <= D->K; k++) sum[k] = cur[k * _CKPT_SUM_STEP < M ? k * _CKPT_SUM_STEP : M];
+                    for (k = 0; k <= D->K + 1; k++) sum[k] = cur[k * _CKPT_SUM_STEP < M ? k * _CKPT_SUM_STEP : M];
                 }
             }
     }
@@ -3413,7 +3497,7 @@ static int _ckpt_dense_fits(const _ckpt_rep *rp, uint64_t M, int level, int nopt
     double grow = (double)_ckpt_dp_families(level, nopt, flagged, NULL) / _ckpt_dp_families(level, 1, 0, NULL) * nopt *
                   (flagged && level == 2 ? 4.0 : 1.0);
     double bytes = (double)rp->n_rows * _ckpt_dp_families(level, nopt, flagged, NULL) *
-                   (double)(M + 1 + (M + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP + 1) * 8.0;
+                   (double)(M + 1 + (M + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP + 2) * 8.0;
     return M <= 65536 && bytes <= (double)_CKPT_DENSE_MAX_BYTES &&
            rp->work * (double)M * (level == 2 ? 60.0 : level == 1 ? 4.0 : 1.0) * grow <= _CKPT_DENSE_MAX_WORK;
 }
@@ -3440,25 +3524,17 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
     out->n_ops = 0;
     if (r == CKPT_OK && dense) {
         _ckpt_dense D;
-        double *zeros;
-        unsigned char *done;
-        D.d = &d; D.M = (int64_t)(budget / unit); D.K = (D.M + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP;
-        D.fam = (size_t)d.rep.n_rows * (size_t)(D.M + 1);
-        D.tab = (double *)_ckpt_malloc(al, (size_t)d.nfam * D.fam * sizeof(double));
-        D.sum = (double *)_ckpt_malloc(al, (size_t)d.nfam * (size_t)d.rep.n_rows * (size_t)(D.K + 1) * sizeof(double));
-        zeros = (double *)_ckpt_calloc(al, (size_t)D.M + 1, sizeof(double));
-        done = (unsigned char *)_ckpt_calloc(al, (size_t)d.rep.n_rows, 1);
-        if (!D.tab || !D.sum || !zeros || !done)
+        if (!_ckpt_dense_alloc(&D, &d))
             r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         else {
             int64_t m = 0;
             const double *top;
-            _ckpt_dense_fill(&D, zeros, done);
+            _ckpt_dense_fill(&D);
             top = _ckpt_row(&D, 1, n, 0);
             while (m < D.M && top[m] != top[D.M]) m++;   /* the smallest peak at the best time */
             if (!_ckpt_dense_emit(&D, 1, n, 0, m, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
-        _ckpt_free(al, D.tab); _ckpt_free(al, D.sum); _ckpt_free(al, zeros); _ckpt_free(al, done);
+        _ckpt_dense_free(&D);
     } else if (r == CKPT_OK) {
         r = _ckpt_dp_frontiers(&d);
         if (r == CKPT_OK) {

@@ -462,8 +462,6 @@ static void dense_exact(void) {
         ckpt_plan *pl;
         _ckpt_dp d;
         _ckpt_dense D;
-        double *zeros;
-        unsigned char *done;
         uint64_t budget;
         memset(block, 0, sizeof block);
         random_chain(c, n, 512);
@@ -484,14 +482,8 @@ static void dense_exact(void) {
             CHECK(0, "setup"); _ckpt_dp_free(&d); free(c); continue;
         }
         _ckpt_dp_minpeak(&d);
-        D.d = &d; D.M = (int64_t)(budget / d.unit); D.K = (D.M + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP;
-        D.fam = (size_t)d.rep.n_rows * (size_t)(D.M + 1);
-        D.tab = (double *)malloc((size_t)d.nfam * D.fam * sizeof(double));
-        D.sum = (double *)malloc((size_t)d.nfam * (size_t)d.rep.n_rows * (size_t)(D.K + 1) * sizeof(double));
-        zeros = (double *)calloc((size_t)D.M + 1, sizeof(double));
-        done = (unsigned char *)calloc((size_t)d.rep.n_rows, 1);
-        if (!D.tab || !D.sum || !zeros || !done) { CHECK(0, "memory"); return; }
-        _ckpt_dense_fill(&D, zeros, done);
+        if (!_ckpt_dense_alloc(&D, &d)) { CHECK(0, "memory"); return; }
+        _ckpt_dense_fill(&D);
         for (s = 1; s <= n; s++)
             for (t = s; t <= n; t++)
                 for (q = 0; q < d.nfam; q++) {
@@ -509,11 +501,11 @@ static void dense_exact(void) {
                             CHECK(0, "n %d level %d (%d,%d) family %d m %lld: table %.17g, options %.17g", n, level, s, t, f,
                                   (long long)m, row[m], want);
                     }
-                    for (k = 0; k <= D.K; k++)
+                    for (k = 0; k <= D.K + 1; k++)
                         if (sum[k] != row[k * _CKPT_SUM_STEP < D.M ? k * _CKPT_SUM_STEP : D.M] && bad++ < 5)
                             CHECK(0, "n %d (%d,%d) family %d: summary %d", n, s, t, f, k);
                 }
-        free(D.tab); free(D.sum); free(zeros); free(done);
+        _ckpt_dense_free(&D);
         _ckpt_dp_free(&d);
         free(c);
     }
