@@ -228,7 +228,10 @@
    last step. Its backward keeps them, and the forward's last ops already load parameters for
    the backward's first (host_params must not change between ckpt_forward and ckpt_backward:
    the recomputations and gradients need the forward's); host_grads load only in the backward,
-   so the host may zero them between the two calls.
+   so the host may zero them between the two calls, unless ckpt_chain_desc.stream_grads_early
+   = 1 promises it will not: then the forward's last ops load the backward's first host_grads
+   too, and the backward's first B op need not wait for its own (at 2 GB/s on the CPU copy
+   engine that saves one load's time per step: bench/RESULTS.md).
    ckpt_chain_desc.microbatches = k gives the chain k lanes: ckpt_forward_microbatches and
    ckpt_backward_microbatches run every op for microbatches 0..k-1 before the next op, each in
    its own copy of the arena (arena_bytes is k times one lane; plans and peaks are per lane),
@@ -1144,6 +1147,10 @@ typedef struct ckpt_chain_desc {
                                        (and host_grads) load while an op runs, with one slot more
                                        than that of each kind (PARAMETER STREAMING); 0 means 1;
                                        at most CKPT_MAX_STREAM_LOOKAHEAD */
+    int stream_grads_early;         /* parameter streaming: 1 promises that host_grads do not
+                                       change between ckpt_forward and ckpt_backward, so the
+                                       forward's last ops may load the backward's first host_grads
+                                       too; 0 (the default): they load only in the backward */
 } ckpt_chain_desc;
 
 CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain **out);
@@ -4453,8 +4460,9 @@ struct ckpt_chain {
        (stream_lookahead + 1); events order them (async: the backend has copy streams).
        pslot_need: the last position in the sweep (op index) whose op needs the slot's stage;
        gslot_stage: the stage whose host_grads a gradient slot was loaded with for its next B op
-       (-1: none); B ops take the gradient slots in turn from next_g. */
-    int streaming, async, n_slots;
+       (-1: none); B ops take the gradient slots in turn from next_g. grads_early:
+       ckpt_chain_desc.stream_grads_early. */
+    int streaming, async, n_slots, grads_early;
     size_t max_params, max_grads;
     void *pslot[CKPT_MAX_STREAM_LOOKAHEAD + 1], *gslot[CKPT_MAX_STREAM_LOOKAHEAD + 1];
     int pslot_stage[CKPT_MAX_STREAM_LOOKAHEAD + 1], pslot_need[CKPT_MAX_STREAM_LOOKAHEAD + 1];
@@ -4518,6 +4526,8 @@ static ckpt_result _ckpt_check_chain_desc(const ckpt_chain_desc *d, const ckpt_l
     if (d->stream_lookahead < 0 || d->stream_lookahead > CKPT_MAX_STREAM_LOOKAHEAD)
         return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.stream_lookahead is %d; 0 (one) up to %d",
                          d->stream_lookahead, CKPT_MAX_STREAM_LOOKAHEAD);
+    if (d->stream_grads_early != 0 && d->stream_grads_early != 1)
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.stream_grads_early is %d; 0 or 1", d->stream_grads_early);
     if (d->graphs) {
         const ckpt_backend *be = d->backend;
         if (!be->graph_begin || !be->graph_end || !be->graph_launch || !be->graph_destroy)
@@ -4734,6 +4744,7 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
     ch->stats.failed_stage = -1;
     ch->lanes = desc->microbatches > 0 ? desc->microbatches : 1;
     ch->n_slots = (desc->stream_lookahead > 0 ? desc->stream_lookahead : 1) + 1;
+    ch->grads_early = desc->stream_grads_early;
     ch->stages = (ckpt_stage_desc *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->stages);
     ch->names = (char **)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->names);
     ch->costs = (ckpt_cost *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->costs);
@@ -5870,15 +5881,15 @@ static int _ckpt_has_grads(const ckpt_chain *ch, int stage) {
    its stage's parameters start loading into a parameter slot (the forward's last ops load for
    the backward's first: a step's two sweeps use the same parameters), and for a B op with
    host_grads before `to` (the end of the running sweep: the host may change host_grads between
-   the sweeps) those into the gradient slot it will take, so that the loads overlap op k and the
-   host-to-device stream runs them in the order they are needed. */
+   the sweeps, unless grads_early) those into the gradient slot it will take, so that the loads
+   overlap op k and the host-to-device stream runs them in the order they are needed. */
 static ckpt_result _ckpt_stream_prefetch(ckpt_chain *ch, int k, int to) {
     ckpt_result r = CKPT_OK;
     int j = k, a, c = 0;
     for (a = 0; a < ch->n_slots - 1 && r == CKPT_OK && (j = _ckpt_next_compute(ch, j)) >= 0; a++) {
         int stage = ch->plan->ops[j].stage - 1, g = (ch->next_g + c) % ch->n_slots;
         r = _ckpt_param_prefetch(ch, stage, j, k, NULL);
-        if (r == CKPT_OK && j < to && ch->plan->ops[j].kind == CKPT_OP_B && _ckpt_has_grads(ch, stage)) {
+        if (r == CKPT_OK && (j < to || ch->grads_early) && ch->plan->ops[j].kind == CKPT_OP_B && _ckpt_has_grads(ch, stage)) {
             c++;
             if (ch->gslot_stage[g] != stage) r = _ckpt_grad_load(ch, g, stage);
         }

@@ -18,7 +18,9 @@
    The copy engine (ckpt_cpu_desc.copy_engine = 1, copy_bandwidth in bytes per second) makes
    offload testable without a GPU: copy_stream gives a stream per direction, a worker thread runs
    its copies in order, and events order the streams exactly as on CUDA (the compute "stream" is
-   the calling thread, so waiting on it is blocking the caller).
+   the calling thread, so waiting on it is blocking the caller). A throttled stream times its
+   copies as a link that needs no core would (>>cpu link clock): back to back, each bytes /
+   bandwidth long, whenever the worker thread gets to run.
 */
 #ifndef CKPT_CPU_H_INCLUDED
 #define CKPT_CPU_H_INCLUDED
@@ -42,7 +44,7 @@ typedef struct ckpt_cpu_desc {
        copy streams; every copy runs synchronously on the caller). Needs C11 threads. */
     int copy_engine;
     double copy_bandwidth;      /* copy engine: bytes per second per stream; 0: unthrottled */
-    ckpt_cpu_copy_trace_fn copy_trace;
+    ckpt_cpu_copy_trace_fn copy_trace;  /* throttled: start and end on the link's clock */
     void *copy_trace_user;
 } ckpt_cpu_desc;
 
@@ -132,6 +134,7 @@ typedef struct _ckpt_cpu_item {
     size_t bytes;
     _ckpt_cpu_event *ev;
     uint64_t gen;
+    double t;               /* when it was queued */
 } _ckpt_cpu_item;
 
 struct _ckpt_cpu_state;
@@ -140,6 +143,7 @@ typedef struct _ckpt_cpu_queue {    /* one copy stream: a ring of items and its 
     ckpt_copy_kind kind;
     _ckpt_cpu_item *items;
     size_t head, count, cap;
+    double link;            /* when its last item ended on the link's clock (>>cpu link clock) */
 #if _CKPT_CPU_THREADS
     thrd_t thread;
 #endif
@@ -236,27 +240,41 @@ static ckpt_result _ckpt_cpu_push(_ckpt_cpu_queue *q, const _ckpt_cpu_item *it) 
         q->items = n; q->cap = cap; q->head = 0;
     }
     q->items[(q->head + q->count) % q->cap] = *it;
+    q->items[(q->head + q->count) % q->cap].t = ckpt_cpu_now_ms();
     q->count++;
     cnd_broadcast(&q->s->cv);
     return CKPT_OK;
 }
 
-/* Runs one copy at the stream's bandwidth: the copy, then a sleep to its due end. */
-static void _ckpt_cpu_run_copy(_ckpt_cpu_queue *q, const _ckpt_cpu_item *it) {
+/* >>cpu link clock: a throttled stream models a link that copies on its own, as a GPU's copy
+   engine does, not a thread that needs a core. An item starts on the link's clock when it was
+   queued, the stream's previous item ended and (a wait) the awaited record happened, whichever
+   is last, even when the worker thread reaches it later (two cores shared by the caller's
+   compute and two workers: bench/RESULTS.md); a copy then ends bytes / bandwidth later, or when
+   its memmove ends if that is later. The worker sleeps to that end (a late wake-up delays those
+   who wait for the copy, not the link). Records on the stream take the link's time.
+   Unthrottled, the link's clock is the wall clock. */
+
+/* Runs one copy that starts at `start` on the link's clock: the copy, then a sleep to its end;
+   returns the end. */
+static double _ckpt_cpu_run_copy(_ckpt_cpu_queue *q, const _ckpt_cpu_item *it, double start) {
     _ckpt_cpu_state *s = q->s;
-    double t0 = ckpt_cpu_now_ms(), due, now;
+    double t0 = ckpt_cpu_now_ms(), end, now;
     if (it->bytes) memmove(it->dst, it->src, it->bytes);
+    end = ckpt_cpu_now_ms();
     if (s->bandwidth > 0) {
-        due = t0 + (double)it->bytes / s->bandwidth * 1e3;
-        while ((now = ckpt_cpu_now_ms()) < due) {
+        if (start + (double)it->bytes / s->bandwidth * 1e3 > end) end = start + (double)it->bytes / s->bandwidth * 1e3;
+        while ((now = ckpt_cpu_now_ms()) < end) {
             struct timespec d;
-            double left = due - now;
+            double left = end - now;
             d.tv_sec = (time_t)(left / 1e3);
             d.tv_nsec = (long)((left - (double)d.tv_sec * 1e3) * 1e6);
             thrd_sleep(&d, NULL);
         }
-    }
-    if (s->trace) s->trace(s->trace_user, q->kind, t0, ckpt_cpu_now_ms(), it->bytes);
+    } else
+        start = t0;
+    if (s->trace) s->trace(s->trace_user, q->kind, start, end, it->bytes);
+    return end;
 }
 
 static int _ckpt_cpu_worker(void *arg) {
@@ -265,17 +283,22 @@ static int _ckpt_cpu_worker(void *arg) {
     mtx_lock(&s->mu);
     while (!s->stop) {
         _ckpt_cpu_item it;
+        double start;
         if (q->count == 0) { cnd_wait(&s->cv, &s->mu); continue; }
         it = q->items[q->head];
         if (it.kind == _CKPT_CPU_WAIT && _ckpt_cpu_pending(it.ev, it.gen)) { cnd_wait(&s->cv, &s->mu); continue; }
+        start = s->bandwidth > 0 ? (it.t > q->link ? it.t : q->link) : ckpt_cpu_now_ms();
+        if (it.kind == _CKPT_CPU_WAIT && it.ev->t > start) start = it.ev->t;   /* (or a later record's) */
+        q->link = start;
         if (it.kind == _CKPT_CPU_RECORD) {
             int i = _ckpt_cpu_pend_index(it.ev, it.gen);
             if (i >= 0) it.ev->pend[i] = it.ev->pend[--it.ev->n_pend];
-            it.ev->t = ckpt_cpu_now_ms();
+            it.ev->t = start;
         } else if (it.kind == _CKPT_CPU_COPY) {
             mtx_unlock(&s->mu);
-            _ckpt_cpu_run_copy(q, &it);
+            start = _ckpt_cpu_run_copy(q, &it, start);
             mtx_lock(&s->mu);
+            q->link = start;
         }
         q->head = (q->head + 1) % q->cap;   /* popped only when done: count > 0 means busy */
         q->count--;

@@ -12,11 +12,14 @@
    - hazards a review found, each a regression test: a forward abandoned with ckpt_chain_reset_step
      while its copies are in flight; hand schedules that offload a buffer a prefetch brought back,
      and that prefetch a buffer nothing reads (slow copies, compared with the synchronous
-     backend). */
+     backend);
+   - the throttled engine's link clock: copies queued together run back to back, each exactly
+     bytes / bandwidth long, and records on the stream take the link's time. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 #include "../backends/ckpt_cpu.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,6 +120,52 @@ static void hazards(ckpt_backend *slow) {
               "backend's", c ? "P nothing reads" : "O after P");
     }
     ckpt_cpu_backend_destroy(&plain);
+}
+
+/* >>cpu link clock (backends/ckpt_cpu.h): four 800-byte copies at 400 kB/s queued at once, between
+   two records on the same stream. On the link each lasts 2 ms and starts where the last ended,
+   however late the worker thread ran; the records span the four (and the microseconds it took
+   to queue the first). */
+static double lc_iv[8][2];
+static atomic_int lc_n;
+static void lc_trace(void *user, ckpt_copy_kind stream, double t0, double t1, size_t bytes) {
+    int i = atomic_fetch_add(&lc_n, 1);
+    (void)user; (void)stream; (void)bytes;
+    if (i < 8) { lc_iv[i][0] = t0; lc_iv[i][1] = t1; }
+}
+static void link_clock(void) {
+    ckpt_cpu_desc d;
+    ckpt_backend be;
+    void *src = NULL, *dst = NULL, *stream, *e0 = NULL, *e1 = NULL;
+    float ms = 0;
+    int i, bad = 0;
+    memset(&d, 0, sizeof d);
+    d.copy_engine = 1; d.copy_bandwidth = 4e5; d.copy_trace = lc_trace;
+    if (ckpt_cpu_backend_create(&d, &be) != CKPT_OK) { CHECK(0, "link clock: backend"); return; }
+    stream = be.copy_stream(be.state, CKPT_COPY_HOST_TO_DEVICE);
+    CHECK(be.alloc_pinned(be.state, 4 * 800, &src) == CKPT_OK && be.alloc(be.state, 4 * 800, &dst) == CKPT_OK &&
+          be.event_create(be.state, &e0) == CKPT_OK && be.event_create(be.state, &e1) == CKPT_OK, "link clock: setup");
+    if (src && dst && e0 && e1) {
+        memset(src, 7, 4 * 800);
+        CHECK(be.event_record(be.state, e0, stream) == CKPT_OK, "link clock: record");
+        for (i = 0; i < 4; i++)
+            CHECK(be.copy_async(be.state, (char *)dst + 800 * i, (char *)src + 800 * i, 800, CKPT_COPY_HOST_TO_DEVICE,
+                                stream) == CKPT_OK, "link clock: copy %d", i);
+        CHECK(be.event_record(be.state, e1, stream) == CKPT_OK && be.event_synchronize(be.state, e1) == CKPT_OK &&
+              be.event_elapsed_ms(be.state, e0, e1, &ms) == CKPT_OK, "link clock: elapsed");
+        CHECK(atomic_load(&lc_n) == 4, "link clock: %d copies traced", atomic_load(&lc_n));
+        for (i = 0; i < 4 && i < atomic_load(&lc_n); i++) {
+            bad += fabs(lc_iv[i][1] - lc_iv[i][0] - 2.0) > 1e-6;
+            bad += i > 0 && lc_iv[i][0] != lc_iv[i - 1][1];
+        }
+        CHECK(bad == 0, "link clock: copies at %.4f-%.4f, %.4f-%.4f, %.4f-%.4f, %.4f-%.4f ms; want 2 ms each, back to back",
+              lc_iv[0][0], lc_iv[0][1], lc_iv[1][0], lc_iv[1][1], lc_iv[2][0], lc_iv[2][1], lc_iv[3][0], lc_iv[3][1]);
+        CHECK(ms >= 8.0f && ms < 8.5f, "link clock: the records span %.4f ms; want 8 ms of copies", ms);
+        CHECK(memcmp(src, dst, 4 * 800) == 0, "link clock: the copies' bytes");
+    }
+    be.event_destroy(be.state, e0); be.event_destroy(be.state, e1);
+    be.free(be.state, src); be.free(be.state, dst);
+    ckpt_cpu_backend_destroy(&be);
 }
 
 /* One step; returns its wall time in ms, or a negative value on failure (*r gets the result). */
@@ -247,6 +296,7 @@ int main(void) {
               "the step after an abandoned forward: %s, or gradients differ", ckpt_result_string(r));
     }
     hazards(&be);
+    link_clock();
 
     /* a failed pinned allocation: the new plan is refused; the old one was freed first, or with
        keep_old_on_failure still runs */

@@ -51,6 +51,8 @@ static int check_entry, entry_bad, fail_stage = -1;
    callback of lane 0 logs, per stage, how many parameter loads were issued before it ran
    (counted by the wrapped backend's copy_async). */
 static int lookahead, order_log, loads_issued, loads_at_fwd[MAXN];
+/* ckpt_chain_desc.stream_grads_early of the chains run() makes */
+static int grads_early;
 /* The lookahead a chain made with stream_lookahead L runs with (0 means 1). */
 static int eff_lookahead(int L) { return L ? L : 1; }
 /* regrads: run() fills host_grads with 1e6 before the forward and sets them (init_grads or
@@ -197,13 +199,13 @@ static uint64_t store_all_loads(int n, int L) {
 }
 
 /* A backend that wraps another and counts, during ckpt_backward (in_backward), the host's
-   event waits, memsets and copies from and into the case's gradient arrays; and every pinned
-   allocation. */
+   event waits, memsets and copies from and into the case's gradient arrays; the copies from
+   them outside it; and every pinned allocation. */
 static int in_backward;
 static struct {
     ckpt_backend inner;
     const chain_case *c;
-    int ev_syncs, memsets, pinned, grads_in, grads_out, all_ev_syncs;
+    int ev_syncs, memsets, pinned, grads_in, grads_out, all_ev_syncs, grads_in_fwd;
 } wrap;
 
 static int is_grads(const void *p) {
@@ -221,7 +223,8 @@ static ckpt_result w_copy(void *st, void *dst, const void *src, size_t bytes, ck
     if (in_backward) {
         wrap.grads_in += kind == CKPT_COPY_HOST_TO_DEVICE && is_grads(src);
         wrap.grads_out += kind == CKPT_COPY_DEVICE_TO_HOST && is_grads(dst);
-    }
+    } else
+        wrap.grads_in_fwd += kind == CKPT_COPY_HOST_TO_DEVICE && is_grads(src);
     return wrap.inner.copy_async(st, dst, src, bytes, kind, stream);
 }
 static ckpt_result w_memset(void *st, void *dst, int v, size_t bytes, void *stream) {
@@ -280,6 +283,7 @@ static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc 
     memset(&cd, 0, sizeof cd);
     cd.stages = c->st; cd.n_stages = c->n; cd.backend = be; cd.seed = 77; cd.microbatches = k;
     cd.stream_lookahead = lookahead;
+    cd.stream_grads_early = grads_early;
     cd.input_bytes = sizeof(float) * ROWS * (size_t)c->layers[0].win;
     r = ckpt_chain_create(&cd, &ch);
     CHECK(r == CKPT_OK, "chain_create: %s", ckpt_result_string(r));
@@ -537,14 +541,17 @@ static void host_grads_path(ckpt_backend *plain, ckpt_backend *engine) {
                 pd.bandwidth = 64;
             }
             if (run(&c, 0, k, &pd, plain, &ref) != CKPT_OK) continue;   /* callbacks keep their own, from init */
-            for (bi = 0; bi < 3; bi++) {   /* plain, copy engine, and copy engine with host_grads set between */
+            /* plain, copy engine, copy engine with host_grads set between, and copy engine with
+               stream_grads_early (host_grads set before the forward) */
+            for (bi = 0; bi < 4; bi++) {
                 ckpt_backend w = wrapped(bi ? engine : plain, &c);
                 ckpt_result r;
                 check_entry = 1; entry_bad = 0;
                 regrads = bi == 2;
-                lookahead = bi == 2 ? 3 : 0;   /* the forward's last ops prefetch for three backward ops */
+                grads_early = bi == 3;
+                lookahead = bi >= 2 ? 3 : 0;   /* the forward's last ops prefetch for three backward ops */
                 r = run(&c, 1, k, &pd, &w, &got);
-                check_entry = 0; regrads = 0; lookahead = 0;
+                check_entry = 0; regrads = 0; lookahead = 0; grads_early = 0;
                 CHECK(r == CKPT_OK, "case %d %s: %s", ci, ckpt_policy_name(pd.policy), ckpt_result_string(r));
                 if (r != CKPT_OK) continue;
                 CHECK(entry_bad == 0, "case %d %s, %d lanes (%s): %d B ops got a param_grads other than host_grads",
@@ -554,8 +561,12 @@ static void host_grads_path(ckpt_backend *plain, ckpt_backend *engine) {
                 CHECK(wrap.ev_syncs == 0 && wrap.memsets == 0, "case %d %s (%s): %d event waits and %d memsets on the "
                       "host during the backward", ci, ckpt_policy_name(pd.policy), bi ? "copy engine" : "plain",
                       wrap.ev_syncs, wrap.memsets);
-                CHECK(wrap.grads_in == c.n && wrap.grads_out == c.n, "case %d %s: %d copies from host_grads and %d into "
-                      "it for %d stages", ci, ckpt_policy_name(pd.policy), wrap.grads_in, wrap.grads_out, c.n);
+                CHECK(wrap.grads_in + wrap.grads_in_fwd == c.n && wrap.grads_out == c.n, "case %d %s: %d copies from "
+                      "host_grads and %d into it for %d stages", ci, ckpt_policy_name(pd.policy),
+                      wrap.grads_in + wrap.grads_in_fwd, wrap.grads_out, c.n);
+                CHECK(bi == 3 ? wrap.grads_in_fwd > 0 : wrap.grads_in_fwd == 0, "case %d %s (%s): %d copies from host_grads "
+                      "in the forward", ci, ckpt_policy_name(pd.policy), bi == 3 ? "stream_grads_early" : "default",
+                      wrap.grads_in_fwd);
                 CHECK(pi == 2 || wrap.pinned == 0, "case %d %s: %d pinned allocations", ci, ckpt_policy_name(pd.policy),
                       wrap.pinned);
             }
@@ -687,6 +698,9 @@ static void errors(ckpt_backend *engine) {
     cd.stream_lookahead = CKPT_MAX_STREAM_LOOKAHEAD + 1;
     CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "stream_lookahead above the most");
     cd.stream_lookahead = 0;
+    cd.stream_grads_early = 2;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "stream_grads_early neither 0 nor 1");
+    cd.stream_grads_early = 0;
     cd.microbatches = -1;
     CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "negative microbatches");
     cd.microbatches = 2;
