@@ -3437,7 +3437,7 @@ static void _ckpt_dense_split0(const _ckpt_dense *D, double *cur, int t, int j, 
    (s,t') with t' <= t (at t' = t, a family computed before): in earlier tiles, or earlier in this
    one. Level 0 first runs the tile's splits j = s1..t0-1, whose two sub-problems both lie in
    earlier tiles, for all its sub-problems, j by j: the 2T rows they read then serve T sub-problems
-   each while they are in cache (bench/RESULTS.md: 400 stages 15% faster than columns of 8). A
+   each while they are in cache (bench/RESULTS.md: 400 stages 12-14% faster than columns of 8). A
    row is computed at its first sub-problem in this order (done[row]; own[][]: here, 2 when
    family 0 is feasible). */
 static void _ckpt_dense_fill(_ckpt_dense *D) {
@@ -3513,8 +3513,8 @@ static int _ckpt_dense_emit(const _ckpt_dense *D, int s, int t, int f, int64_t m
 
 static uint64_t _ckpt_gcd(uint64_t a, uint64_t b) { while (b) { uint64_t r = a % b; a = b; b = r; } return a; }
 
-/* Limits of the dense table: memory and work (about 4 s for 400 distinct stages at 500 units,
-   bench/plan_bench). */
+/* Limits of the dense table: memory and work (400 distinct stages at 500 units fit: 1.6 s,
+   bench/RESULTS.md, 2026-11-26). */
 #define _CKPT_DENSE_MAX_BYTES ((uint64_t)384 << 20)
 #define _CKPT_DENSE_MAX_WORK 1.2e10
 
