@@ -1231,7 +1231,8 @@ typedef struct ckpt_chain_stats {
     uint64_t grad_stores;       /* streaming: gradient copies to the host (into host_grads) */
     uint64_t slot_bytes;        /* streaming: device bytes of the parameter and gradient slots */
     uint64_t grad_loads;        /* streaming: host_grads copies to the device (one per B op in a
-                                   step that succeeds; a failed op's prefetch counts too) */
+                                   step that succeeds; a failed op's prefetch, and with
+                                   stream_grads_early an abandoned forward's, count too) */
     uint64_t graph_captures;    /* graphs: sweeps captured (a step that captures both its forward
                                    and its backward counts 2) */
     uint64_t graph_replays;     /* graphs: sweeps replayed from a graph captured earlier */

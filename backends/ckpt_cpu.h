@@ -20,7 +20,7 @@
    its copies in order, and events order the streams exactly as on CUDA (the compute "stream" is
    the calling thread, so waiting on it is blocking the caller). A throttled stream times its
    copies as a link that needs no core would (>>cpu link clock): back to back, each bytes /
-   bandwidth long, whenever the worker thread gets to run.
+   bandwidth long, as long as the worker thread gets to each copy within that time.
 */
 #ifndef CKPT_CPU_H_INCLUDED
 #define CKPT_CPU_H_INCLUDED
@@ -135,6 +135,7 @@ typedef struct _ckpt_cpu_item {
     _ckpt_cpu_event *ev;
     uint64_t gen;
     double t;               /* when it was queued */
+    double ready;           /* a wait: when its record happened, if it had when queued; else -1 */
 } _ckpt_cpu_item;
 
 struct _ckpt_cpu_state;
@@ -249,7 +250,9 @@ static ckpt_result _ckpt_cpu_push(_ckpt_cpu_queue *q, const _ckpt_cpu_item *it) 
 /* >>cpu link clock: a throttled stream models a link that copies on its own, as a GPU's copy
    engine does, not a thread that needs a core. An item starts on the link's clock when it was
    queued, the stream's previous item ended and (a wait) the awaited record happened, whichever
-   is last, even when the worker thread reaches it later (two cores shared by the caller's
+   is last (a record still queued on the other stream when the wait was: the event's latest
+   record when the wait runs, never earlier), even when the worker thread reaches it later (two
+   cores shared by the caller's
    compute and two workers: bench/RESULTS.md); a copy then ends bytes / bandwidth later, or when
    its memmove ends if that is later. The worker sleeps to that end (a late wake-up delays those
    who wait for the copy, not the link). Records on the stream take the link's time.
@@ -288,7 +291,10 @@ static int _ckpt_cpu_worker(void *arg) {
         it = q->items[q->head];
         if (it.kind == _CKPT_CPU_WAIT && _ckpt_cpu_pending(it.ev, it.gen)) { cnd_wait(&s->cv, &s->mu); continue; }
         start = s->bandwidth > 0 ? (it.t > q->link ? it.t : q->link) : ckpt_cpu_now_ms();
-        if (it.kind == _CKPT_CPU_WAIT && it.ev->t > start) start = it.ev->t;   /* (or a later record's) */
+        if (it.kind == _CKPT_CPU_WAIT) {    /* a record reached after the wait was queued: the latest one's time */
+            double w = it.ready >= 0 ? it.ready : it.ev->t;
+            if (w > start) start = w;
+        }
         q->link = start;
         if (it.kind == _CKPT_CPU_RECORD) {
             int i = _ckpt_cpu_pend_index(it.ev, it.gen);
@@ -490,6 +496,7 @@ static ckpt_result _ckpt_cpu_event_wait(void *state, void *stream, void *event) 
             _ckpt_cpu_item it;
             memset(&it, 0, sizeof it);
             it.kind = _CKPT_CPU_WAIT; it.ev = ev; it.gen = ev->recorded;
+            it.ready = _ckpt_cpu_pending(ev, it.gen) ? -1.0 : ev->t;
             r = _ckpt_cpu_push(q, &it);
         } else {
             uint64_t gen = ev->recorded;

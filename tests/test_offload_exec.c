@@ -122,10 +122,11 @@ static void hazards(ckpt_backend *slow) {
     ckpt_cpu_backend_destroy(&plain);
 }
 
-/* >>cpu link clock (backends/ckpt_cpu.h): four 800-byte copies at 400 kB/s queued at once, between
-   two records on the same stream. On the link each lasts 2 ms and starts where the last ended,
-   however late the worker thread ran; the records span the four (and the microseconds it took
-   to queue the first). */
+/* >>cpu link clock (backends/ckpt_cpu.h): four 800-byte copies at 40 kB/s queued at once, between
+   two records on the same stream. On the link each lasts 20 ms and starts where the last ended,
+   however late the worker thread ran (within a copy's time: on a machine busy enough to hold
+   the worker back 20 ms one try may miss, so three tries, one of which must show it); the
+   records span the four (and the microseconds it took to queue the first). */
 static double lc_iv[8][2];
 static atomic_int lc_n;
 static void lc_trace(void *user, ckpt_copy_kind stream, double t0, double t1, size_t bytes) {
@@ -138,15 +139,16 @@ static void link_clock(void) {
     ckpt_backend be;
     void *src = NULL, *dst = NULL, *stream, *e0 = NULL, *e1 = NULL;
     float ms = 0;
-    int i, bad = 0;
+    int i, bad = 1, tries;
     memset(&d, 0, sizeof d);
-    d.copy_engine = 1; d.copy_bandwidth = 4e5; d.copy_trace = lc_trace;
+    d.copy_engine = 1; d.copy_bandwidth = 4e4; d.copy_trace = lc_trace;
     if (ckpt_cpu_backend_create(&d, &be) != CKPT_OK) { CHECK(0, "link clock: backend"); return; }
     stream = be.copy_stream(be.state, CKPT_COPY_HOST_TO_DEVICE);
     CHECK(be.alloc_pinned(be.state, 4 * 800, &src) == CKPT_OK && be.alloc(be.state, 4 * 800, &dst) == CKPT_OK &&
           be.event_create(be.state, &e0) == CKPT_OK && be.event_create(be.state, &e1) == CKPT_OK, "link clock: setup");
-    if (src && dst && e0 && e1) {
-        memset(src, 7, 4 * 800);
+    for (tries = 0; tries < 3 && bad && src && dst && e0 && e1; tries++) {
+        memset(src, 7 + tries, 4 * 800);
+        atomic_store(&lc_n, 0);
         CHECK(be.event_record(be.state, e0, stream) == CKPT_OK, "link clock: record");
         for (i = 0; i < 4; i++)
             CHECK(be.copy_async(be.state, (char *)dst + 800 * i, (char *)src + 800 * i, 800, CKPT_COPY_HOST_TO_DEVICE,
@@ -154,15 +156,16 @@ static void link_clock(void) {
         CHECK(be.event_record(be.state, e1, stream) == CKPT_OK && be.event_synchronize(be.state, e1) == CKPT_OK &&
               be.event_elapsed_ms(be.state, e0, e1, &ms) == CKPT_OK, "link clock: elapsed");
         CHECK(atomic_load(&lc_n) == 4, "link clock: %d copies traced", atomic_load(&lc_n));
+        CHECK(memcmp(src, dst, 4 * 800) == 0, "link clock: the copies' bytes");
+        bad = atomic_load(&lc_n) != 4 || !(ms >= 80.0f && ms < 81.0f);
         for (i = 0; i < 4 && i < atomic_load(&lc_n); i++) {
-            bad += fabs(lc_iv[i][1] - lc_iv[i][0] - 2.0) > 1e-6;
+            bad += fabs(lc_iv[i][1] - lc_iv[i][0] - 20.0) > 1e-6;
             bad += i > 0 && lc_iv[i][0] != lc_iv[i - 1][1];
         }
-        CHECK(bad == 0, "link clock: copies at %.4f-%.4f, %.4f-%.4f, %.4f-%.4f, %.4f-%.4f ms; want 2 ms each, back to back",
-              lc_iv[0][0], lc_iv[0][1], lc_iv[1][0], lc_iv[1][1], lc_iv[2][0], lc_iv[2][1], lc_iv[3][0], lc_iv[3][1]);
-        CHECK(ms >= 8.0f && ms < 8.5f, "link clock: the records span %.4f ms; want 8 ms of copies", ms);
-        CHECK(memcmp(src, dst, 4 * 800) == 0, "link clock: the copies' bytes");
     }
+    CHECK(!bad, "link clock, %d tries: last copies at %.4f-%.4f, %.4f-%.4f, %.4f-%.4f, %.4f-%.4f ms, records %.4f ms "
+          "apart; want 20 ms each, back to back, 80 ms", tries, lc_iv[0][0], lc_iv[0][1], lc_iv[1][0], lc_iv[1][1],
+          lc_iv[2][0], lc_iv[2][1], lc_iv[3][0], lc_iv[3][1], ms);
     be.event_destroy(be.state, e0); be.event_destroy(be.state, e1);
     be.free(be.state, src); be.free(be.state, dst);
     ckpt_cpu_backend_destroy(&be);
