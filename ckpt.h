@@ -3351,7 +3351,7 @@ static int64_t _ckpt_sum_k(const _ckpt_dense *D, int64_t m) {
 #define _CKPT_RESTRICT
 #endif
 /* cur[i] = min(cur[i], (c + a[i]) + b[i]): the inner loop of the table, unrolled for the
-   compiler; _ckpt_min_run for a whole run. */
+   compiler. */
 static void _ckpt_min_sum(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRICT a, const double *_CKPT_RESTRICT b,
                           double c, int64_t len) {
     int64_t i = 0;
@@ -3364,14 +3364,6 @@ static void _ckpt_min_sum(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRI
         cur[i + 3] = v3 < cur[i + 3] ? v3 : cur[i + 3];
     }
     for (; i < len; i++) {
-        double v = (c + a[i]) + b[i];
-        cur[i] = v < cur[i] ? v : cur[i];
-    }
-}
-static void _ckpt_min_run(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRICT a, const double *_CKPT_RESTRICT b,
-                          double c) {
-    int i;
-    for (i = 0; i < _CKPT_SUM_STEP; i++) {
         double v = (c + a[i]) + b[i];
         cur[i] = v < cur[i] ? v : cur[i];
     }
@@ -3395,7 +3387,7 @@ static double _ckpt_dense_at(const _ckpt_dense *D, const _ckpt_opt *o, int64_t m
    are read only on the other runs, so cur ends as it would if every value were computed. */
 static void _ckpt_dense_run(const _ckpt_dense *D, double *cur, double c, int64_t lo, int64_t o1, int64_t o2,
                             const double *s1, const double *r1, const double *s2, const double *r2) {
-    int64_t M = D->M, a, e, len;
+    int64_t M = D->M, a, e;
     const double *b1, *b2;
     double best;
     if (lo < o1) lo = o1;
@@ -3410,11 +3402,8 @@ static void _ckpt_dense_run(const _ckpt_dense *D, double *cur, double c, int64_t
     b1 = s1 + (e - 2 - o1 + _CKPT_SUM_STEP) / _CKPT_SUM_STEP;
     b2 = s2 + (e - 2 - o2 + _CKPT_SUM_STEP) / _CKPT_SUM_STEP;
     for (a = lo; a <= M && cur[a] > best; a = e, e += _CKPT_SUM_STEP, b1++, b2++)
-        if ((c + *b1) + *b2 < cur[a]) {
-            len = (e <= M ? e : M + 1) - a;
-            if (len == _CKPT_SUM_STEP) _ckpt_min_run(cur + a, r1 + (a - o1), r2 + (a - o2), c);
-            else _ckpt_min_sum(cur + a, r1 + (a - o1), r2 + (a - o2), c, len);
-        }
+        if ((c + *b1) + *b2 < cur[a])
+            _ckpt_min_sum(cur + a, r1 + (a - o1), r2 + (a - o2), c, (e <= M ? e : M + 1) - a);
 }
 
 static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_opt *o) {
@@ -3480,15 +3469,15 @@ static void _ckpt_dense_fill(_ckpt_dense *D) {
                         int f = d->fam[q], no;
                         double *cur = _ckpt_row(D, s, t, f), *sum = _ckpt_sum(D, s, t, f);
                         if ((int64_t)(d->minp[f][_CKPT_IDX(d, s, t)] / d->unit) <= M) {
+                            int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit);
                             no = _ckpt_dp_unsplit(d, s, t, f);
                             for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i]);
                             for (j = s; j < t && _ckpt_dp_splits0(d, s); j++) {
                                 uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)] + _ckpt_dp_g(d, t);
                                 if (sw > d->budget) break;      /* (it grows with j) */
                                 if (!dd || j < s1 || j >= t0)
-                                    _ckpt_dense_split0(D, cur, t, j, fs[(s - s0) * (n + 1) + j], (int64_t)(sw / d->unit),
-                                                       (int64_t)(_ckpt_dp_x(d, s) / d->unit), _ckpt_sum(D, s, j, 0),
-                                                       _ckpt_row(D, s, j, 0));
+                                    _ckpt_dense_split0(D, cur, t, j, fs[(s - s0) * (n + 1) + j], (int64_t)(sw / d->unit), x,
+                                                       _ckpt_sum(D, s, j, 0), _ckpt_row(D, s, j, 0));
                             }
                         }
                         for (k = 0; k <= D->K + 1; k++) sum[k] = cur[k * _CKPT_SUM_STEP < M ? k * _CKPT_SUM_STEP : M];

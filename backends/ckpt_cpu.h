@@ -252,9 +252,8 @@ static ckpt_result _ckpt_cpu_push(_ckpt_cpu_queue *q, const _ckpt_cpu_item *it) 
    queued, the stream's previous item ended and (a wait) the awaited record happened, whichever
    is last (a record still queued on the other stream when the wait was: the event's latest
    record when the wait runs, never earlier), even when the worker thread reaches it later (two
-   cores shared by the caller's
-   compute and two workers: bench/RESULTS.md); a copy then ends bytes / bandwidth later, or when
-   its memmove ends if that is later. The worker sleeps to that end (a late wake-up delays those
+   cores shared by the caller's compute and two workers: bench/RESULTS.md); a copy then ends
+   bytes / bandwidth later, or when its memmove ends if that is later. The worker sleeps to that end (a late wake-up delays those
    who wait for the copy, not the link). Records on the stream take the link's time.
    Unthrottled, the link's clock is the wall clock. */
 
@@ -262,7 +261,7 @@ static ckpt_result _ckpt_cpu_push(_ckpt_cpu_queue *q, const _ckpt_cpu_item *it) 
    returns the end. */
 static double _ckpt_cpu_run_copy(_ckpt_cpu_queue *q, const _ckpt_cpu_item *it, double start) {
     _ckpt_cpu_state *s = q->s;
-    double t0 = ckpt_cpu_now_ms(), end, now;
+    double end, now;
     if (it->bytes) memmove(it->dst, it->src, it->bytes);
     end = ckpt_cpu_now_ms();
     if (s->bandwidth > 0) {
@@ -274,8 +273,7 @@ static double _ckpt_cpu_run_copy(_ckpt_cpu_queue *q, const _ckpt_cpu_item *it, d
             d.tv_nsec = (long)((left - (double)d.tv_sec * 1e3) * 1e6);
             thrd_sleep(&d, NULL);
         }
-    } else
-        start = t0;
+    }
     if (s->trace) s->trace(s->trace_user, q->kind, start, end, it->bytes);
     return end;
 }
