@@ -3453,17 +3453,19 @@ static void _ckpt_dense_fill(_ckpt_dense *D) {
                     }
                 }
             }
-            for (j = s1; dd && j < t0; j++)
+            for (j = s1; j < t0; j++)       /* (none in the diagonal's tiles, where t0 = s0) */
                 for (s = s0; s <= s1; s++) {
                     uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)];
                     const double *s2 = _ckpt_sum(D, s, j, 0), *r2 = _ckpt_row(D, s, j, 0);
                     int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit), lo = (int64_t)(sw / d->unit);
-                    for (t = t0; t <= t1 && _ckpt_dp_splits0(d, s); t++)
+                    if (!_ckpt_dp_splits0(d, s)) continue;
+                    for (t = t0; t <= t1; t++)
                         if (own[s - s0][t - t0] == 2 && sw + _ckpt_dp_g(d, t) <= d->budget)
                             _ckpt_dense_split0(D, _ckpt_row(D, s, t, 0), t, j, fs[(s - s0) * (n + 1) + j],
                                                lo + (int64_t)(_ckpt_dp_g(d, t) / d->unit), x, s2, r2);
                 }
-            for (s = s1; s >= s0; s--)
+            for (s = s1; s >= s0; s--) {
+                int split = _ckpt_dp_splits0(d, s);
                 for (t = s > t0 ? s : t0; t <= t1; t++)
                     for (q = 0; own[s - s0][t - t0] && q < d->nfam; q++) {
                         int f = d->fam[q], no;
@@ -3472,16 +3474,17 @@ static void _ckpt_dense_fill(_ckpt_dense *D) {
                             int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit);
                             no = _ckpt_dp_unsplit(d, s, t, f);
                             for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i]);
-                            for (j = s; j < t && _ckpt_dp_splits0(d, s); j++) {
+                            for (j = s; j < t && split; j++) {
                                 uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)] + _ckpt_dp_g(d, t);
                                 if (sw > d->budget) break;      /* (it grows with j) */
-                                if (!dd || j < s1 || j >= t0)
+                                if (j < s1 || j >= t0)          /* (the others ran above) */
                                     _ckpt_dense_split0(D, cur, t, j, fs[(s - s0) * (n + 1) + j], (int64_t)(sw / d->unit), x,
                                                        _ckpt_sum(D, s, j, 0), _ckpt_row(D, s, j, 0));
                             }
                         }
                         for (k = 0; k <= D->K + 1; k++) sum[k] = cur[k * _CKPT_SUM_STEP < M ? k * _CKPT_SUM_STEP : M];
                     }
+            }
         }
 }
 

@@ -253,9 +253,9 @@ static ckpt_result _ckpt_cpu_push(_ckpt_cpu_queue *q, const _ckpt_cpu_item *it) 
    is last (a record still queued on the other stream when the wait was: the event's latest
    record when the wait runs, never earlier), even when the worker thread reaches it later (two
    cores shared by the caller's compute and two workers: bench/RESULTS.md); a copy then ends
-   bytes / bandwidth later, or when its memmove ends if that is later. The worker sleeps to that end (a late wake-up delays those
-   who wait for the copy, not the link). Records on the stream take the link's time.
-   Unthrottled, the link's clock is the wall clock. */
+   bytes / bandwidth later, or when its memmove ends if that is later. The worker sleeps to that
+   end (a late wake-up delays those who wait for the copy, not the link). Records on the stream
+   take the link's time. Unthrottled, the link's clock is the wall clock. */
 
 /* Runs one copy that starts at `start` on the link's clock: the copy, then a sleep to its end;
    returns the end. */
@@ -299,10 +299,11 @@ static int _ckpt_cpu_worker(void *arg) {
             if (i >= 0) it.ev->pend[i] = it.ev->pend[--it.ev->n_pend];
             it.ev->t = start;
         } else if (it.kind == _CKPT_CPU_COPY) {
+            double end;
             mtx_unlock(&s->mu);
-            start = _ckpt_cpu_run_copy(q, &it, start);
+            end = _ckpt_cpu_run_copy(q, &it, start);
             mtx_lock(&s->mu);
-            q->link = start;
+            q->link = end;
         }
         q->head = (q->head + 1) % q->cap;   /* popped only when done: count > 0 means busy */
         q->count--;
