@@ -944,7 +944,8 @@ typedef struct ckpt_plan_desc {
                                transformer's layers, are planned once, which makes such chains
                                much faster. N = round
                                sizes up to ceil(budget/N) bytes when coarser: faster, never over
-                               budget, optimal only in that unit. A stage's output and tape are
+                               budget, optimal only in that unit (a budget equal to the
+                               smallest peak plans in the exact unit). A stage's output and tape are
                                first rounded as one sum (as rotor does); if that plan's peak in
                                bytes is over budget, each is rounded up alone. info.unit says
                                which unit was used. */
@@ -3576,22 +3577,25 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
     return r;
 }
 
-/* Plans in one unit: the dense table if it fits; otherwise the sparse frontiers, and if those
-   give up, the dense table in the finest unit that fits. *used gets the unit that ran. */
+/* Plans in one unit: the dense table if it fits and sparse_first is 0; otherwise the sparse
+   frontiers, and if those give up, the dense table in the finest unit that fits. *used gets the
+   unit that ran. */
 static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                         uint64_t unit, int level, int sum_round, _ckpt_sched *out, uint64_t *used) {
+                                         uint64_t unit, int level, int sum_round, int sparse_first, _ckpt_sched *out,
+                                         uint64_t *used) {
     uint64_t mp;
     ckpt_result r;
-    int nopt = _ckpt_max_options(c, n), flagged = _ckpt_flagged(c, n);
+    int nopt = _ckpt_max_options(c, n), flagged = _ckpt_flagged(c, n), fits;
     _ckpt_rep rp;
     *used = unit;
     if ((r = _ckpt_rep_make(al, c, n, &rp)) != CKPT_OK) return r;
-    if (_ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged))
+    fits = _ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged);
+    if (fits && !sparse_first)
         r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
     else {
         r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, out, &mp);
         if (r == CKPT_ERR_TOO_COMPLEX) {
-            while (!_ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged)) unit *= 2;
+            for (; !fits; fits = _ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged)) unit *= 2;
             *used = unit;
             r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
         }
@@ -3604,16 +3608,20 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
    always exact for the program's options: their smallest peak, computed in the largest unit that
    divides every size. The plan runs in that unit, or in ceil(budget / max_units) when the caller
    asks for a coarser one, capped so that rounded sizes cannot overflow; if a coarse unit finds
-   nothing, the exact unit runs. Dense table when it fits; else sparse frontiers (exact at any
-   unit count), which stop at a work allowance only beyond 65,536 units and 200 stages, and at a
-   memory cap (256 MB) in any case; then the dense table in the finest unit that fits. Returns
+   nothing, the exact unit runs. At the smallest peak (min_budget's plan) only the exact unit
+   runs (rounded sizes cannot do better there), and the sparse frontiers first: few of their
+   points fit there, while the dense table holds every unit (bench/RESULTS.md: 50 stages of a
+   repeated block, 174 ms and a 284 MB table against 19 ms). Elsewhere the dense table when it
+   fits; else sparse frontiers (exact at any unit count), which stop at a work allowance only
+   beyond 65,536 units and 200 stages, and at a memory cap (256 MB) in any case; then the dense
+   table in the finest unit that fits. Returns
    CKPT_ERR_TOO_COMPLEX when the budget is feasible but every unit tried rounded too coarsely. */
 static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                     uint32_t max_units, _ckpt_sched *out, uint64_t *min_peak, uint64_t *unit_out) {
     uint64_t g = 0, unit, cap;
     ckpt_result r;
     _ckpt_dp d;
-    int i, o, level = _ckpt_dp_level(n);
+    int i, o, level = _ckpt_dp_level(n), at_min;
     for (i = 0; i < n; i++) {
         g = _ckpt_gcd(g, c[i].a); g = _ckpt_gcd(g, c[i].wf); g = _ckpt_gcd(g, c[i].wb);
         for (o = 0; o <= c[i].n_options; o++) g = _ckpt_gcd(g, _ckpt_tape_of(&c[i], o));
@@ -3625,20 +3633,21 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     _ckpt_dp_free(&d);
     if (r != CKPT_OK) return r;
     if (*min_peak > budget) return CKPT_ERR_INFEASIBLE;
+    at_min = budget == *min_peak;
     unit = g;
-    if (max_units && budget / max_units >= g) unit = budget / max_units + (budget % max_units != 0);
+    if (max_units && budget / max_units >= g && !at_min) unit = budget / max_units + (budget % max_units != 0);
     cap = ((uint64_t)1 << 59) / (4 * (uint64_t)n);   /* rounded sizes then sum below 2^60 */
     if (unit > cap && cap >= g) unit = cap;
     /* >>rounding: in a coarse unit, a + t rounded once first. Its sizes are never larger than
        a and t rounded apart, so its plan is at least as fast; kept if it fits in bytes. */
-    r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, out, unit_out);
+    r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, at_min, out, unit_out);
     if (r == CKPT_OK && unit != g) {     /* (a and t rounded apart always fit) */
         double t;
         uint64_t p;
         r = _ckpt_sched_eval_into(al, c, n, out, &t, &p);
-        if (r == CKPT_OK && p > budget) r = _ckpt_persistent_unit(al, c, n, budget, unit, level, 0, out, unit_out);
+        if (r == CKPT_OK && p > budget) r = _ckpt_persistent_unit(al, c, n, budget, unit, level, 0, 0, out, unit_out);
     }
-    if (r == CKPT_ERR_INFEASIBLE && *unit_out != g) r = _ckpt_persistent_unit(al, c, n, budget, g, level, 0, out, unit_out);
+    if (r == CKPT_ERR_INFEASIBLE && *unit_out != g) r = _ckpt_persistent_unit(al, c, n, budget, g, level, 0, 0, out, unit_out);
     return r == CKPT_ERR_INFEASIBLE ? CKPT_ERR_TOO_COMPLEX : r;
 }
 

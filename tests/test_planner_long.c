@@ -7,6 +7,8 @@
    - huge budgets and coarse units neither overflow nor abort; with max_units the reported
      smallest budget still plans in that unit (it can differ from the exact unit's only where
      the floor plan's arena, not the smallest peak, sets it); budget 0 is no limit;
+   - min_budget's plan, at the smallest peak, runs the sparse frontiers first, not a dense table
+     of hundreds of MB;
    - at 500 units, on sizes that are not multiples of the unit, its plan is never predicted
      slower than rotor's rounding (a + t rounded once, rotor's options) where that plan fits;
    - on chains that repeat a block of stages, it computes about (block + 2) * n rows, not
@@ -282,6 +284,68 @@ static ckpt_result plan_lcg_chain(ckpt_cost *c, int n, uint32_t *s, int fmax, in
     return ckpt_plan_create(c, n, d, pl, info);
 }
 
+/* A counting allocator: the most host bytes live at once. */
+static size_t cnt_live, cnt_peak;
+static void *cnt_alloc(size_t bytes, void *u) {
+    size_t *p = (size_t *)malloc(bytes + 16);
+    (void)u;
+    if (!p) return NULL;
+    *p = bytes;
+    if ((cnt_live += bytes) > cnt_peak) cnt_peak = cnt_live;
+    return (char *)p + 16;
+}
+static void cnt_free(void *ptr, void *u) {
+    (void)u;
+    if (ptr) { size_t *p = (size_t *)((char *)ptr - 16); cnt_live -= *p; free(p); }
+}
+
+/* min_budget's plan, at the smallest peak, runs the sparse frontiers before the dense table. On
+   50 stages of a repeated block with sizes in 512-byte steps, the dense table in the exact unit
+   would fit there (under 65,536 units) and take over 128 MB; planning at 500 units, which plans
+   that floor too, peaks under 32 MB of host memory. */
+static void floor_plan_memory(void) {
+    enum { N = 50 };
+    ckpt_cost c[N], mc[N], block[4];
+    ckpt_plan_desc d;
+    ckpt_plan_info sa, info;
+    ckpt_plan *pl = NULL;
+    _ckpt_rep rp;
+    uint64_t g = 0, mp;
+    double bytes;
+    int i, o, level = _ckpt_dp_level(N);
+    memset(c, 0, sizeof c); memset(block, 0, sizeof block);
+    for (i = 0; i < 6; i++) {     /* the block's 4 stages, then the first and the last */
+        ckpt_cost *s = i < 4 ? &block[i] : i == 4 ? &c[0] : &c[N - 1];
+        s->a = 512 * (256 + rnd() % 16384); s->t = 512 * (rnd() % 32768);
+        s->wf = 512 * (rnd() % 2048); s->wb = 512 * (rnd() % 4096);
+        s->f = 0.5 + (double)(rnd() % 8) * 0.5; s->b = s->f * (1.5 + (double)(rnd() % 3) * 0.5);
+    }
+    for (i = 1; i < N - 1; i++) c[i] = block[(i - 1) % 4];
+    _ckpt_costs_model(c, N, mc);
+    for (i = 0; i < N; i++) {
+        g = _ckpt_gcd(g, mc[i].a); g = _ckpt_gcd(g, mc[i].wf); g = _ckpt_gcd(g, mc[i].wb);
+        for (o = 0; o <= mc[i].n_options; o++) g = _ckpt_gcd(g, _ckpt_tape_of(&mc[i], o));
+    }
+    mp = program_min_peak(c, N);
+    CHECK(_ckpt_rep_make(NULL, mc, N, &rp) == CKPT_OK, "rows");
+    bytes = (double)rp.n_rows * _ckpt_dp_families(level, 1, 0, NULL) * (double)(mp / g + 1) * 8.0;
+    CHECK(mp / g <= 65536 && _ckpt_dense_fits(&rp, mp / g, level, 1, 0) && bytes > 128e6,
+          "the floor's dense table would not be chosen (%llu units, %.0f MB)", (unsigned long long)(mp / g), bytes / 1e6);
+    _ckpt_rep_free(NULL, &rp);
+    CHECK(plan(c, N, CKPT_POLICY_STORE_ALL, 0, 0, &sa, &pl) == CKPT_OK, "store-all");
+    ckpt_plan_destroy(pl); pl = NULL;
+    memset(&d, 0, sizeof d);
+    d.policy = CKPT_POLICY_OPTIMAL; d.budget = sa.store_all_peak / 3; d.max_units = 500;
+    d.allocator.alloc = cnt_alloc; d.allocator.free = cnt_free;
+    cnt_live = cnt_peak = 0;
+    CHECK(ckpt_plan_create(c, N, &d, &pl, &info) == CKPT_OK && info.min_budget >= mp, "plan");
+    ckpt_plan_destroy(pl);
+    CHECK(cnt_live == 0 && cnt_peak < ((size_t)32 << 20), "planning peaked at %.1f MB of host memory (%zu bytes left)",
+          (double)cnt_peak / 1048576.0, cnt_live);
+    printf("test_planner_long: floor plan: %.1f MB of host memory at most (the dense table there: %.0f MB)\n",
+           (double)cnt_peak / 1048576.0, bytes / 1048576.0);
+}
+
 static void warn_on_fallback(void) {
     enum { N = 300 };   /* 160 stages no longer fall back since the program prunes dominated points */
     static ckpt_cost c[N];
@@ -518,6 +582,7 @@ int main(void) {
     repeats();
     rounding_vs_rotor();
     warn_on_fallback();
+    floor_plan_memory();
     exact_to_200();
     huge_budgets();
     min_budget_with_units();
