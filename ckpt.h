@@ -938,17 +938,17 @@ typedef struct ckpt_plan_desc {
     uint32_t max_units;     /* optimal, long chains: 0 = exact (in the largest unit that divides
                                every size), up to 200 stages at any budget and beyond that up to
                                65,536 such units, unless the sparse program's frontiers pass
-                               their 256 MB cap: then a coarser unit runs and a warning is logged.
-                               This can take seconds for hundreds of distinct stages (about 15 s
-                               at 200: see bench/RESULTS.md); sub-chains that repeat, such as a
-                               transformer's layers, are planned once, which makes such chains
-                               much faster. N = round
-                               sizes up to ceil(budget/N) bytes when coarser: faster, never over
-                               budget, optimal only in that unit (a budget equal to the
-                               smallest peak plans in the exact unit). A stage's output and tape are
-                               first rounded as one sum (as rotor does); if that plan's peak in
-                               bytes is over budget, each is rounded up alone. info.unit says
-                               which unit was used. */
+                               their 256 MB cap: then a coarser unit runs and a warning is
+                               logged. This can take seconds for hundreds of distinct stages
+                               (about 15 s at 200: see bench/RESULTS.md); sub-chains that
+                               repeat, such as a transformer's layers, are planned once, which
+                               makes such chains much faster. N = round sizes up to
+                               ceil(budget/N) bytes when coarser: faster, never over budget,
+                               optimal only in that unit (a budget equal to the smallest peak
+                               plans in the exact unit). A stage's output and tape are first
+                               rounded as one sum (as rotor does); if that plan's peak in bytes
+                               is over budget, each is rounded up alone. info.unit says which
+                               unit was used. */
     ckpt_logger logger;     /* where planning errors go; unset (fn NULL): none for ckpt_plan_create,
                                the chain's logger for ckpt_chain_plan */
     ckpt_allocator allocator;   /* ckpt_plan_create's host memory; ckpt_chain_plan uses the chain's */
@@ -3608,14 +3608,14 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
    always exact for the program's options: their smallest peak, computed in the largest unit that
    divides every size. The plan runs in that unit, or in ceil(budget / max_units) when the caller
    asks for a coarser one, capped so that rounded sizes cannot overflow; if a coarse unit finds
-   nothing, the exact unit runs. At the smallest peak (min_budget's plan) only the exact unit
-   runs (rounded sizes cannot do better there), and the sparse frontiers first: few of their
-   points fit there, while the dense table holds every unit (bench/RESULTS.md: 50 stages of a
-   repeated block, 174 ms and a 284 MB table against 19 ms). Elsewhere the dense table when it
-   fits; else sparse frontiers (exact at any unit count), which stop at a work allowance only
-   beyond 65,536 units and 200 stages, and at a memory cap (256 MB) in any case; then the dense
-   table in the finest unit that fits. Returns
-   CKPT_ERR_TOO_COMPLEX when the budget is feasible but every unit tried rounded too coarsely. */
+   nothing, the exact unit runs. At the smallest peak (min_budget's plan) only the exact unit runs
+   (rounded sizes cannot do better there), and the sparse frontiers first: few of their points fit
+   there, while the dense table holds every unit (bench/RESULTS.md: 50 stages of a repeated block,
+   174 ms and 287 MB peak RSS against 19 ms and 4.6 MB). Elsewhere the dense table when it fits; else sparse
+   frontiers (exact at any unit count), which stop at a work allowance only beyond 65,536 units and
+   200 stages, and at a memory cap (256 MB) in any case; then the dense table in the finest unit
+   that fits. Returns CKPT_ERR_TOO_COMPLEX when the budget is feasible but every unit tried rounded
+   too coarsely. */
 static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                     uint32_t max_units, _ckpt_sched *out, uint64_t *min_peak, uint64_t *unit_out) {
     uint64_t g = 0, unit, cap;

@@ -8,7 +8,7 @@
      smallest budget still plans in that unit (it can differ from the exact unit's only where
      the floor plan's arena, not the smallest peak, sets it); budget 0 is no limit;
    - min_budget's plan, at the smallest peak, runs the sparse frontiers first, not a dense table
-     of hundreds of MB;
+     of hundreds of MiB;
    - at 500 units, on sizes that are not multiples of the unit, its plan is never predicted
      slower than rotor's rounding (a + t rounded once, rotor's options) where that plan fits;
    - on chains that repeat a block of stages, it computes about (block + 2) * n rows, not
@@ -301,8 +301,8 @@ static void cnt_free(void *ptr, void *u) {
 
 /* min_budget's plan, at the smallest peak, runs the sparse frontiers before the dense table. On
    50 stages of a repeated block with sizes in 512-byte steps, the dense table in the exact unit
-   would fit there (under 65,536 units) and take over 128 MB; planning at 500 units, which plans
-   that floor too, peaks under 32 MB of host memory. */
+   would fit there (under 65,536 units) and take over 128 MiB; planning at 500 units, which plans
+   that floor too, peaks under 32 MiB of host memory. */
 static void floor_plan_memory(void) {
     enum { N = 50 };
     ckpt_cost c[N], mc[N], block[4];
@@ -329,8 +329,9 @@ static void floor_plan_memory(void) {
     mp = program_min_peak(c, N);
     CHECK(_ckpt_rep_make(NULL, mc, N, &rp) == CKPT_OK, "rows");
     bytes = (double)rp.n_rows * _ckpt_dp_families(level, 1, 0, NULL) * (double)(mp / g + 1) * 8.0;
-    CHECK(mp / g <= 65536 && _ckpt_dense_fits(&rp, mp / g, level, 1, 0) && bytes > 128e6,
-          "the floor's dense table would not be chosen (%llu units, %.0f MB)", (unsigned long long)(mp / g), bytes / 1e6);
+    CHECK(mp / g <= 65536 && _ckpt_dense_fits(&rp, mp / g, level, 1, 0) && bytes > 128.0 * 1048576.0,
+          "the floor's dense table would not be chosen (%llu units, %.0f MiB)", (unsigned long long)(mp / g),
+          bytes / 1048576.0);
     _ckpt_rep_free(NULL, &rp);
     CHECK(plan(c, N, CKPT_POLICY_STORE_ALL, 0, 0, &sa, &pl) == CKPT_OK, "store-all");
     ckpt_plan_destroy(pl); pl = NULL;
@@ -340,9 +341,9 @@ static void floor_plan_memory(void) {
     cnt_live = cnt_peak = 0;
     CHECK(ckpt_plan_create(c, N, &d, &pl, &info) == CKPT_OK && info.min_budget >= mp, "plan");
     ckpt_plan_destroy(pl);
-    CHECK(cnt_live == 0 && cnt_peak < ((size_t)32 << 20), "planning peaked at %.1f MB of host memory (%zu bytes left)",
+    CHECK(cnt_live == 0 && cnt_peak < ((size_t)32 << 20), "planning peaked at %.1f MiB of host memory (%zu bytes left)",
           (double)cnt_peak / 1048576.0, cnt_live);
-    printf("test_planner_long: floor plan: %.1f MB of host memory at most (the dense table there: %.0f MB)\n",
+    printf("test_planner_long: floor plan: %.1f MiB of host memory at most (the dense table there: %.0f MiB)\n",
            (double)cnt_peak / 1048576.0, bytes / 1048576.0);
 }
 
