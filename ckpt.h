@@ -3506,6 +3506,16 @@ static int _ckpt_dense_emit(const _ckpt_dense *D, int s, int t, int f, int64_t m
 }
 
 static uint64_t _ckpt_gcd(uint64_t a, uint64_t b) { while (b) { uint64_t r = a % b; a = b; b = r; } return a; }
+/* The largest unit that divides every size of the chain (1 when all are 0). */
+static uint64_t _ckpt_exact_unit(const ckpt_cost *c, int n) {
+    uint64_t g = 0;
+    int i, o;
+    for (i = 0; i < n; i++) {
+        g = _ckpt_gcd(g, c[i].a); g = _ckpt_gcd(g, c[i].wf); g = _ckpt_gcd(g, c[i].wb);
+        for (o = 0; o <= c[i].n_options; o++) g = _ckpt_gcd(g, _ckpt_tape_of(&c[i], o));
+    }
+    return g ? g : 1;
+}
 
 /* Limits of the dense table: memory and work (400 distinct stages at 500 units fit: 1.6 s,
    bench/RESULTS.md, 2026-11-26). */
@@ -3611,22 +3621,17 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
    nothing, the exact unit runs. At the smallest peak (min_budget's plan) only the exact unit runs
    (rounded sizes cannot do better there), and the sparse frontiers first: few of their points fit
    there, while the dense table holds every unit (bench/RESULTS.md: 50 stages of a repeated block,
-   174 ms and 287 MB peak RSS against 19 ms and 4.6 MB). Elsewhere the dense table when it fits; else sparse
-   frontiers (exact at any unit count), which stop at a work allowance only beyond 65,536 units and
-   200 stages, and at a memory cap (256 MB) in any case; then the dense table in the finest unit
-   that fits. Returns CKPT_ERR_TOO_COMPLEX when the budget is feasible but every unit tried rounded
-   too coarsely. */
+   174 ms and 287 MB peak RSS against 19 ms and 4.6 MB). Elsewhere the dense table when it fits;
+   else sparse frontiers (exact at any unit count), which stop at a work allowance only beyond
+   65,536 units and 200 stages, and at a memory cap (256 MB) in any case; then the dense table in
+   the finest unit that fits. Returns CKPT_ERR_TOO_COMPLEX when the budget is feasible but every
+   unit tried rounded too coarsely. */
 static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                     uint32_t max_units, _ckpt_sched *out, uint64_t *min_peak, uint64_t *unit_out) {
-    uint64_t g = 0, unit, cap;
+    uint64_t g = _ckpt_exact_unit(c, n), unit, cap;
     ckpt_result r;
     _ckpt_dp d;
-    int i, o, level = _ckpt_dp_level(n), at_min;
-    for (i = 0; i < n; i++) {
-        g = _ckpt_gcd(g, c[i].a); g = _ckpt_gcd(g, c[i].wf); g = _ckpt_gcd(g, c[i].wb);
-        for (o = 0; o <= c[i].n_options; o++) g = _ckpt_gcd(g, _ckpt_tape_of(&c[i], o));
-    }
-    if (!g) g = 1;
+    int level = _ckpt_dp_level(n), at_min;
     *unit_out = g;
     r = _ckpt_dp_setup(&d, al, c, n, budget, g, level, 0);
     if (r == CKPT_OK) { _ckpt_dp_minpeak(&d); *min_peak = d.minp[0][_CKPT_IDX(&d, 1, n)]; }

@@ -310,9 +310,9 @@ static void floor_plan_memory(void) {
     ckpt_plan_info sa, info;
     ckpt_plan *pl = NULL;
     _ckpt_rep rp;
-    uint64_t g = 0, mp;
+    uint64_t g, mp;
     double bytes;
-    int i, o, level = _ckpt_dp_level(N);
+    int i, level = _ckpt_dp_level(N);
     memset(c, 0, sizeof c); memset(block, 0, sizeof block);
     for (i = 0; i < 6; i++) {     /* the block's 4 stages, then the first and the last */
         ckpt_cost *s = i < 4 ? &block[i] : i == 4 ? &c[0] : &c[N - 1];
@@ -322,10 +322,7 @@ static void floor_plan_memory(void) {
     }
     for (i = 1; i < N - 1; i++) c[i] = block[(i - 1) % 4];
     _ckpt_costs_model(c, N, mc);
-    for (i = 0; i < N; i++) {
-        g = _ckpt_gcd(g, mc[i].a); g = _ckpt_gcd(g, mc[i].wf); g = _ckpt_gcd(g, mc[i].wb);
-        for (o = 0; o <= mc[i].n_options; o++) g = _ckpt_gcd(g, _ckpt_tape_of(&mc[i], o));
-    }
+    g = _ckpt_exact_unit(mc, N);
     mp = program_min_peak(c, N);
     CHECK(_ckpt_rep_make(NULL, mc, N, &rp) == CKPT_OK, "rows");
     bytes = (double)rp.n_rows * _ckpt_dp_families(level, 1, 0, NULL) * (double)(mp / g + 1) * 8.0;
