@@ -36,7 +36,7 @@
    Run:
        ./mlp_cuda [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]
                   [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream]
-                  [--tf32] [--no-options]
+                  [--tf32] [--no-options] [--graphs] [--check-recompute] [--grads-early]
    Exit status 0: every policy's gradients equal store-all's; 1: one differs, or an error;
    77: no usable GPU (skipped).
 
@@ -57,7 +57,13 @@
    (ckpt_chain_stats.param_loads / steps, slot_bytes). The gradients
    compared are the host ones, against store-all's streamed run. A streamed run and one without
    --stream may differ in the last bits after the first step (the host update rounds differently
-   from the GPU's): compare rows within one mode only.
+   from the GPU's): compare rows within one mode only. --grads-early sets
+   ckpt_chain_desc.stream_grads_early (this program zeroes host_grads before each forward, never
+   between ckpt_forward and ckpt_backward).
+
+   --check-recompute runs every chain with the recompute check (RECOMPUTE CHECK in ckpt.h): each
+   recomputed boundary and tape is checksummed on the device and compared with the first
+   forward's; a mismatch fails the run.
 
    bench/mlp_gpu_bench.cu reuses the model: it defines MLP_CUDA_NO_MAIN and includes this file;
    parse_model_flag and parse_model_switch parse the flags both programs take.
@@ -698,6 +704,8 @@ typedef struct Config {
     int stream;                 /* parameter streaming: parameters and gradients in pinned host memory */
     int no_options;             /* --no-options: declare no tape option (option 0 only, as before) */
     int graphs;                 /* --graphs: ckpt_chain_desc.graphs (CUDA graphs of both sweeps) */
+    int check_recompute;        /* --check-recompute: ckpt_chain_desc.check_recompute */
+    int grads_early;            /* --grads-early: ckpt_chain_desc.stream_grads_early (with --stream) */
     int device;                 /* the CUDA device (0; examples/mlp_nccl.cu opens one per rank) */
     float p_drop, lr;
     double budget_frac;
@@ -946,6 +954,8 @@ static void train_plan(Session *ss, const ckpt_plan_desc *pd, const ckpt_op *ops
     cd.seed = cfg->seed;
     cd.logger.fn = log_errors;
     cd.graphs = cfg->graphs;
+    cd.check_recompute = cfg->check_recompute;
+    cd.stream_grads_early = cfg->grads_early;
     ckpt_chain *chain;
     size_t free0 = 0, free_min = 0, free_now = 0, total_mem = 0;
     CHECK(CU(cudaDeviceSynchronize()));
@@ -1082,6 +1092,8 @@ static int parse_model_switch(Config *cfg, const char *a)
     else if (!strcmp(a, "--stream")) cfg->stream = 1;
     else if (!strcmp(a, "--no-options")) cfg->no_options = 1;
     else if (!strcmp(a, "--graphs")) cfg->graphs = 1;
+    else if (!strcmp(a, "--check-recompute")) cfg->check_recompute = 1;
+    else if (!strcmp(a, "--grads-early")) cfg->grads_early = 1;
     else return 0;
     return 1;
 }
@@ -1090,7 +1102,8 @@ static int config_ok(const Config *cfg)
 {
     return cfg->C >= 1 && cfg->L >= 1 && cfg->N >= 1 && cfg->steps >= 1 && cfg->p_drop >= 0.0f &&
            cfg->p_drop < 1.0f && cfg->budget_frac > 0.0 && cfg->bandwidth_gbs >= 0.0 &&
-           cfg->bandwidth_gbs < 1e9;    /* NaN fails both */
+           cfg->bandwidth_gbs < 1e9 &&  /* NaN fails both */
+           !(cfg->check_recompute && cfg->graphs) && (!cfg->grads_early || cfg->stream);
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
@@ -1101,12 +1114,14 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]\n"
             "          [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream]\n"
-            "          [--tf32] [--no-options] [--graphs]\n"
+            "          [--tf32] [--no-options] [--graphs] [--check-recompute] [--grads-early]\n"
             "defaults: --width 768 --depth 12 --batch 4096 --steps 10 (timed, after 1 warm-up step)\n"
             "          --dropout 0.1 --lr 0.1 --seed 42 --budget-frac 0.4 (of store-all's peak);\n"
             "          no offload row; parameters on the device; FP32 GEMMs (--tf32: TF32 tensor cores);\n"
             "          tape option 1 declared (--no-options: option 0 only);\n"
-            "          no CUDA graphs (--graphs: each chain captures its sweeps once and replays them)\n",
+            "          no CUDA graphs (--graphs: each chain captures its sweeps once and replays them);\n"
+            "          --check-recompute: the recompute check (not with --graphs);\n"
+            "          --grads-early: with --stream, host_grads load in the forward (stream_grads_early)\n",
             prog);
     exit(2);
 }
@@ -1272,6 +1287,16 @@ int main(int argc, char **argv)
             char name[32];
             run_name(&runs[i], name, sizeof name);
             if (runs[i].feasible) printf("  %-14s %s\n", name, runs[i].tape_opts);
+        }
+    }
+
+    if (cfg.check_recompute) {
+        printf("recompute check: comparisons per step (ckpt_chain_stats.recompute_checks / steps):\n");
+        for (int i = 0; i < n_rows; i++) {
+            char name[32];
+            run_name(&runs[i], name, sizeof name);
+            if (runs[i].feasible && runs[i].stats.steps)
+                printf("  %-14s %.2f\n", name, (double)runs[i].stats.recompute_checks / (double)runs[i].stats.steps);
         }
     }
 

@@ -19,6 +19,13 @@
      (STEP TIMELINE): every F, B, W on the compute lane in schedule order without overlaps, O and
      P once per op on their copy lanes, start <= end, timed by events; the measured and the traced
      step are ordinary steps: the same gradients as two ckpt_forward/ckpt_backward steps;
+   - the gradient-ready hook, the recompute check and early host_grads (stream_grads_early) on
+     the device: store-all, optimal and offload, weights kept or streamed; the hook runs once per
+     stage per step in backward order, and what it copies on its stream (host_grads when
+     streamed) equals the step's final gradients; gradients bit-identical to store-all without
+     them; a stage whose forward writes a call counter into its output, under optimal at its
+     smallest budget, fails the step with CKPT_ERR_RECOMPUTE_MISMATCH naming X[i] when the plan
+     runs its F twice, and passes when it runs once;
    - graph mode (ckpt_chain_desc.graphs) on a stream of its own: random chains of dropout layers
      under store-all, optimal and offload (copies inside the graphs), 8 steps each against the
      same chain without graphs: gradients and outputs bit-identical after every step (replays
@@ -222,6 +229,8 @@ typedef struct layer {
     float *W, *b, *dW, *db;     /* device */
     float *hp, *hg;             /* pinned host: W then b, and their gradients (streaming) */
     int streamed;               /* the weights come through args->params */
+    int drift;                  /* the forward writes a call counter into its output's first byte */
+    unsigned calls;
 } layer;
 
 static const ckpt_backend *g_be;
@@ -280,6 +289,8 @@ static ckpt_result layer_fwd(const ckpt_fwd_args *a) {
     float *h;
     tape_layout(L, e, &total);
     h = (float *)ckpt_layout_ptr(a->tape, e, 0);
+    /* the whole tape, padding included, is written (the recompute check sums all of it) */
+    if (cudaMemsetAsync(a->tape, 0, total, s) != cudaSuccess) return CKPT_ERR_BACKEND;
     if ((r = ckpt_ctx_rng(a->ctx, (uint64_t)(n + 3) / 4, &ph)) != CKPT_OK) return r;
     {
         const float *W = L->streamed ? (const float *)a->params : L->W;
@@ -288,8 +299,11 @@ static ckpt_result layer_fwd(const ckpt_fwd_args *a) {
         k_linear_tanh<<<(n + 127) / 128, 128, 0, s>>>((const float *)a->in, W, b, h, (float *)a->out, L->win, L->wout);
     }
     if ((r = launch_ok()) != CKPT_OK) return r;
-    return GPU(philox_dropout)(g_be, &ph, L->p_drop, (const float *)a->out, (float *)a->out,
-                               (uint8_t *)ckpt_layout_ptr(a->tape, e, 1), (size_t)n, a->ctx->stream);
+    r = GPU(philox_dropout)(g_be, &ph, L->p_drop, (const float *)a->out, (float *)a->out,
+                            (uint8_t *)ckpt_layout_ptr(a->tape, e, 1), (size_t)n, a->ctx->stream);
+    if (r == CKPT_OK && L->drift && cudaMemsetAsync(a->out, (int)(1 + L->calls++ % 200), 1, s) != cudaSuccess)
+        r = CKPT_ERR_BACKEND;
+    return r;
 }
 
 static ckpt_result layer_bwd(const ckpt_bwd_args *a) {
@@ -799,6 +813,174 @@ static void graphs(void) {
           recomputed);
 }
 
+/* ---- the gradient-ready hook, the recompute check and early host_grads on the device -----------
+   A hook that, on the stream it is given, copies the stage's device gradients into a snapshot
+   (host_grads on the host, for a streamed stage): after the step the snapshots must equal the
+   final gradients, so the hook came after the stage's last B in stream order. */
+typedef struct hook_rec {
+    chain_case *c;
+    int calls[MAXN], last, bad_order, bad_where;
+    float *snap[MAXN];                  /* device: dW then db */
+    std::vector<float> hsnap[MAXN];
+} hook_rec;
+
+static ckpt_result snap_hook(const ckpt_grads_ready_args *a) {
+    hook_rec *h = (hook_rec *)a->user;
+    layer *L = &h->c->layers[a->stage];
+    size_t nw = (size_t)L->win * L->wout;
+    if (a->stage >= h->last) h->bad_order++;
+    h->last = a->stage;
+    h->calls[a->stage]++;
+    if (a->in_host_grads != L->streamed || a->stream == NULL) h->bad_where++;
+    if (a->in_host_grads) {
+        h->hsnap[a->stage].assign(L->hg, L->hg + nw + L->wout);
+        return CKPT_OK;
+    }
+    if (cudaMemcpyAsync(h->snap[a->stage], L->dW, nw * sizeof(float), cudaMemcpyDeviceToDevice,
+                        (cudaStream_t)a->stream) != cudaSuccess ||
+        cudaMemcpyAsync(h->snap[a->stage] + nw, L->db, L->wout * sizeof(float), cudaMemcpyDeviceToDevice,
+                        (cudaStream_t)a->stream) != cudaSuccess)
+        return CKPT_ERR_BACKEND;
+    return CKPT_OK;
+}
+
+/* Two steps of c at pd with the check and the hook (early host_grads when asked); the hook's
+   checks after each step. Returns the last step's result. */
+static ckpt_result feature_run(chain_case *c, const ckpt_plan_desc *pd, int streamed, int early, std::vector<float> *g,
+                               ckpt_plan_info *info, ckpt_chain_stats *stats, int *f_ops_bad) {
+    ckpt_chain_desc cd;
+    ckpt_chain *ch = NULL;
+    hook_rec h;
+    ckpt_result r;
+    int i, step;
+    memset(&cd, 0, sizeof cd);
+    cd.stages = c->st; cd.n_stages = c->n; cd.backend = g_be; cd.seed = 0x1234567890abcdefull; cd.rng_offset = 77;
+    cd.input_bytes = sizeof(float) * ROWS * (size_t)c->layers[0].win;
+    cd.check_recompute = 1;
+    cd.grads_ready = snap_hook;
+    cd.grads_ready_user = &h;
+    cd.stream_grads_early = early;
+    cd.logger.fn = capture;
+    h.c = c;
+    for (i = 0; i < c->n; i++) {
+        layer *L = &c->layers[i];
+        CU(cudaMemset(L->dW, 0, sizeof(float) * L->win * L->wout));
+        CU(cudaMemset(L->db, 0, sizeof(float) * L->wout));
+        memset(L->hg, 0, sizeof(float) * (L->win + 1) * L->wout);
+        set_streamed(c, i, streamed);
+        CU(cudaMalloc((void **)&h.snap[i], sizeof(float) * (L->win + 1) * L->wout));
+    }
+    r = ckpt_chain_create(&cd, &ch);
+    CHECK(r == CKPT_OK, "chain_create with hook and check: %s", ckpt_result_string(r));
+    if (r == CKPT_OK) r = ckpt_chain_plan(ch, pd, info);
+    if (r == CKPT_OK) {
+        int n_ops, k;
+        const ckpt_op *ops = ckpt_plan_ops(ckpt_chain_get_plan(ch), &n_ops);
+        *f_ops_bad = 0;
+        for (k = 0; k < n_ops; k++)
+            for (i = 0; i < c->n; i++) *f_ops_bad += c->layers[i].drift && ops[k].kind == CKPT_OP_F && ops[k].stage == i + 1;
+    }
+    for (step = 0; step < 2 && r == CKPT_OK; step++) {
+        const void *out = NULL;
+        memset(h.calls, 0, sizeof h.calls);
+        h.last = c->n; h.bad_order = h.bad_where = 0;
+        r = ckpt_forward(ch, c->x, &out);
+        if (r == CKPT_OK) r = ckpt_backward(ch, c->gy, c->gx);
+        if (r != CKPT_OK) break;
+        *g = gather(c);
+        {
+            size_t off = 0;
+            for (i = 0; i < c->n; i++) {
+                const layer *L = &c->layers[i];
+                size_t np = (size_t)(L->win + 1) * L->wout;
+                std::vector<float> s(np);
+                if (L->streamed) s = h.hsnap[i];
+                else CU(cudaMemcpy(s.data(), h.snap[i], np * sizeof(float), cudaMemcpyDeviceToHost));
+                CHECK(h.calls[i] == 1, "step %d: the hook ran %d times for stage %d", step, h.calls[i], i);
+                CHECK(s.size() == np && memcmp(s.data(), &(*g)[off], np * sizeof(float)) == 0,
+                      "step %d, stage %d (%s): the gradients at the hook differ from the step's", step, i,
+                      L->streamed ? "host_grads" : "device");
+                off += np;
+            }
+        }
+        CHECK(h.bad_order == 0 && h.bad_where == 0, "hook: %d calls out of backward order, %d with a wrong place or stream",
+              h.bad_order, h.bad_where);
+    }
+    if (ch) ckpt_chain_get_stats(ch, stats);
+    ckpt_chain_destroy(ch);
+    for (i = 0; i < c->n; i++) CU(cudaFree(h.snap[i]));
+    return r;
+}
+
+static void features(void) {
+    int ci, runs = 0, early_runs = 0, checked = 0, caught = 0, clean = 0;
+    for (ci = 0; ci < 12; ci++) {
+        chain_case c;
+        std::vector<float> ref, got;
+        ckpt_plan_desc pd;
+        ckpt_plan_info ref_info = {}, info = {};
+        ckpt_chain_stats ref_stats = {}, stats = {};
+        int streamed = ci % 2, early = (ci % 4) == 1, pi, f_bad = 0;
+        make_case(&c);
+        memset(&pd, 0, sizeof pd);
+        pd.policy = CKPT_POLICY_STORE_ALL;
+        if (run(&c, &pd, &ref, &ref_info, &ref_stats, g_be, streamed) != CKPT_OK) { free_case(&c); continue; }
+        for (pi = 0; pi < 3; pi++) {     /* store-all, optimal and offload at a random budget */
+            uint64_t lo = ref_info.store_all_peak / 3;
+            ckpt_result r;
+            memset(&pd, 0, sizeof pd);
+            pd.policy = pi == 0 ? CKPT_POLICY_STORE_ALL : pi == 1 ? CKPT_POLICY_OPTIMAL : CKPT_POLICY_OFFLOAD;
+            pd.budget = pi ? lo + rnd() % (ref_info.store_all_peak - lo + 1) : 0;
+            pd.bandwidth = 256;
+            r = feature_run(&c, &pd, streamed, early, &got, &info, &stats, &f_bad);
+            if (r == CKPT_ERR_INFEASIBLE) continue;
+            CHECK(r == CKPT_OK, "hook and check, plan %s: %s (%s)", ckpt_policy_name(pd.policy), ckpt_result_string(r), last_log);
+            if (r != CKPT_OK) continue;
+            runs++;
+            early_runs += early;
+            CHECK(got.size() == ref.size() && memcmp(got.data(), ref.data(), ref.size() * sizeof(float)) == 0,
+                  "case %d policy %s with hook, check%s: gradients differ from store-all", ci, ckpt_policy_name(pd.policy),
+                  early ? ", early host_grads" : "");
+            CHECK(stats.recompute_checks >= 2ull * (uint64_t)info.n_recomputed,
+                  "%llu checks for %d recomputations in 2 steps", (unsigned long long)stats.recompute_checks, info.n_recomputed);
+            checked += stats.recompute_checks > 0;
+        }
+        /* A drifting stage under optimal at the smallest budget: caught when the plan runs its F twice. */
+        {
+            int bad = rnd_int(0, c.n - 1);
+            ckpt_result r;
+            c.layers[bad].drift = 1;
+            memset(&pd, 0, sizeof pd);
+            pd.policy = CKPT_POLICY_OPTIMAL;
+            pd.budget = 1;
+            CHECK(feature_run(&c, &pd, streamed, early, &got, &info, &stats, &f_bad) == CKPT_ERR_INFEASIBLE,
+                  "a budget of 1 byte plans");
+            pd.budget = info.min_budget;
+            last_log[0] = 0;
+            r = feature_run(&c, &pd, streamed, early, &got, &info, &stats, &f_bad);
+            if (r != CKPT_ERR_INFEASIBLE) {
+                char want[32];
+                snprintf(want, sizeof want, "X[%d]", bad + 1);
+                if (f_bad > 1) {
+                    caught++;
+                    CHECK(r == CKPT_ERR_RECOMPUTE_MISMATCH && last_item == CKPT_ERR_RECOMPUTE_MISMATCH && strstr(last_log, want),
+                          "stage %d drifts and is recomputed: %s, log '%s'", bad, ckpt_result_string(r), last_log);
+                } else {
+                    clean++;
+                    CHECK(r == CKPT_OK, "stage %d drifts but runs once: %s (%s)", bad, ckpt_result_string(r), last_log);
+                }
+            }
+            c.layers[bad].drift = 0;
+        }
+        free_case(&c);
+    }
+    printf("hook, recompute check, early host_grads on the device: %d runs (%d with early host_grads, %d with "
+           "recompute checks), drifting stage caught in %d plans, not recomputed in %d\n",
+           runs, early_runs, checked, caught, clean);
+    CHECK(runs >= 20 && early_runs > 0 && checked > 0 && caught > 0, "features: %d runs, %d early, %d checked, %d caught", runs,
+          early_runs, checked, caught);
+}
+
 int main(void) {
     ckpt_backend be;
     gpu_desc d;
@@ -837,6 +1019,7 @@ int main(void) {
     rng(&be);
     checksum(&be);
     executor(&be);
+    features();
     graphs();
     GPU(backend_destroy)(&be);
     CHECK(be.state == NULL, "destroy clears the struct");
