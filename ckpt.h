@@ -353,7 +353,8 @@
    reads the sum); 20 bytes of host memory per stage and lane, allocated at ckpt_chain_create. On
    the CPU backend the checksum runs FNV-1a over four chunks at once (about 0.35 ns a byte): on
    examples/mlp_cpu it made store-all's steps about 21% slower and an optimal plan's at 0.4 of
-   the memory about 11% (noisy medians, bench/RESULTS.md). Use it to find a stage at fault, not
+   the memory about 11% (noisy medians, bench/RESULTS.md); on an H200, examples/mlp_cuda's steps
+   at 32,768 rows were 2.5-6.7% slower (one run each). Use it to find a stage at fault, not
    in every run.
    Needs the backend's checksum (CPU, CUDA and HIP have it) and no graphs: either lack is
    CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create.
