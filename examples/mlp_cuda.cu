@@ -63,7 +63,7 @@
 
    --check-recompute runs every chain with the recompute check (RECOMPUTE CHECK in ckpt.h): each
    recomputed boundary and tape is checksummed on the device and compared with the first
-   forward's; a mismatch fails the run.
+   forward's; a mismatch fails the run, and so does a row that recomputes and compared nothing.
 
    bench/mlp_gpu_bench.cu reuses the model: it defines MLP_CUDA_NO_MAIN and includes this file;
    parse_model_flag and parse_model_switch parse the flags both programs take.
@@ -1295,8 +1295,13 @@ int main(int argc, char **argv)
         for (int i = 0; i < n_rows; i++) {
             char name[32];
             run_name(&runs[i], name, sizeof name);
-            if (runs[i].feasible && runs[i].stats.steps)
-                printf("  %-14s %.2f\n", name, (double)runs[i].stats.recompute_checks / (double)runs[i].stats.steps);
+            if (!runs[i].feasible || !runs[i].stats.steps) continue;
+            printf("  %-14s %.2f\n", name, (double)runs[i].stats.recompute_checks / (double)runs[i].stats.steps);
+            if (runs[i].info.n_recomputed > 0 && runs[i].stats.recompute_checks == 0) {
+                fprintf(stderr, "error: %s recomputes %d F ops a step and compared none\n", name,
+                        runs[i].info.n_recomputed);
+                all_match = 0;
+            }
         }
     }
 
