@@ -231,7 +231,13 @@
    so the host may zero them between the two calls, unless ckpt_chain_desc.stream_grads_early
    = 1 promises it will not: then the forward's last ops load the backward's first host_grads
    too, and the backward's first B op need not wait for its own (at 2 GB/s on the CPU copy
-   engine that saves one load's time per step: bench/RESULTS.md).
+   engine that saves one load's time per step: bench/RESULTS.md). A host that zeroes host_grads
+   before every step can set ckpt_chain_desc.stream_grads_overwrite = 1 instead: the step's
+   gradients then replace what host_grads held, each B op's gradient slot is zeroed on the
+   device (the backend's memset_async, on the compute stream) rather than loaded, and no
+   host_grads load crosses the link (after a failed backward, host_grads of each stage whose B
+   op completed holds its gradient alone). The gradients are the same bits as loading zeroed
+   host_grads.
    ckpt_chain_desc.microbatches = k gives the chain k lanes: ckpt_forward_microbatches and
    ckpt_backward_microbatches run every op for microbatches 0..k-1 before the next op, each in
    its own copy of the arena (arena_bytes is k times one lane; plans and peaks are per lane),
@@ -1153,6 +1159,11 @@ typedef struct ckpt_chain_desc {
                                        change between ckpt_forward and ckpt_backward, so the
                                        forward's last ops may load the backward's first host_grads
                                        too; 0 (the default): they load only in the backward */
+    int stream_grads_overwrite;     /* parameter streaming: 1: each step's gradients replace what
+                                       host_grads held: a B op's gradient slot is zeroed on the
+                                       device (the backend's memset_async) instead of loaded from
+                                       host_grads, so no host_grads load crosses the link; 0 (the
+                                       default): the gradients are added into host_grads */
 } ckpt_chain_desc;
 
 CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain **out);
@@ -4468,9 +4479,9 @@ struct ckpt_chain {
        (stream_lookahead + 1); events order them (async: the backend has copy streams).
        pslot_need: the last position in the sweep (op index) whose op needs the slot's stage;
        gslot_stage: the stage whose host_grads a gradient slot was loaded with for its next B op
-       (-1: none); B ops take the gradient slots in turn from next_g. grads_early:
-       ckpt_chain_desc.stream_grads_early. */
-    int streaming, async, n_slots, grads_early;
+       (-1: none); B ops take the gradient slots in turn from next_g. grads_early, grads_overwrite:
+       ckpt_chain_desc.stream_grads_early and stream_grads_overwrite. */
+    int streaming, async, n_slots, grads_early, grads_overwrite;
     size_t max_params, max_grads;
     void *pslot[CKPT_MAX_STREAM_LOOKAHEAD + 1], *gslot[CKPT_MAX_STREAM_LOOKAHEAD + 1];
     int pslot_stage[CKPT_MAX_STREAM_LOOKAHEAD + 1], pslot_need[CKPT_MAX_STREAM_LOOKAHEAD + 1];
@@ -4536,6 +4547,12 @@ static ckpt_result _ckpt_check_chain_desc(const ckpt_chain_desc *d, const ckpt_l
                          d->stream_lookahead, CKPT_MAX_STREAM_LOOKAHEAD);
     if (d->stream_grads_early != 0 && d->stream_grads_early != 1)
         return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.stream_grads_early is %d; 0 or 1", d->stream_grads_early);
+    if (d->stream_grads_overwrite != 0 && d->stream_grads_overwrite != 1)
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.stream_grads_overwrite is %d; 0 or 1",
+                         d->stream_grads_overwrite);
+    if (d->stream_grads_overwrite && !d->backend->memset_async)
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_desc.stream_grads_overwrite: the backend (%s) has no "
+                         "memset_async to zero the gradient slots", d->backend->name ? d->backend->name : "unnamed");
     if (d->graphs) {
         const ckpt_backend *be = d->backend;
         if (!be->graph_begin || !be->graph_end || !be->graph_launch || !be->graph_destroy)
@@ -4753,6 +4770,7 @@ CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain *
     ch->lanes = desc->microbatches > 0 ? desc->microbatches : 1;
     ch->n_slots = (desc->stream_lookahead > 0 ? desc->stream_lookahead : 1) + 1;
     ch->grads_early = desc->stream_grads_early;
+    ch->grads_overwrite = desc->stream_grads_overwrite;
     ch->stages = (ckpt_stage_desc *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->stages);
     ch->names = (char **)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->names);
     ch->costs = (ckpt_cost *)_ckpt_calloc(&ch->al, (size_t)ch->n, sizeof *ch->costs);
@@ -5897,7 +5915,8 @@ static ckpt_result _ckpt_stream_prefetch(ckpt_chain *ch, int k, int to) {
     for (a = 0; a < ch->n_slots - 1 && r == CKPT_OK && (j = _ckpt_next_compute(ch, j)) >= 0; a++) {
         int stage = ch->plan->ops[j].stage - 1, g = (ch->next_g + c) % ch->n_slots;
         r = _ckpt_param_prefetch(ch, stage, j, k, NULL);
-        if (r == CKPT_OK && (j < to || ch->grads_early) && ch->plan->ops[j].kind == CKPT_OP_B && _ckpt_has_grads(ch, stage)) {
+        if (r == CKPT_OK && (j < to || ch->grads_early) && !ch->grads_overwrite && ch->plan->ops[j].kind == CKPT_OP_B &&
+            _ckpt_has_grads(ch, stage)) {
             c++;
             if (ch->gslot_stage[g] != stage) r = _ckpt_grad_load(ch, g, stage);
         }
@@ -5906,13 +5925,21 @@ static ckpt_result _ckpt_stream_prefetch(ckpt_chain *ch, int k, int to) {
 }
 
 /* Before a B op of a stage with host_grads: the gradient slot holding its host_grads (loaded now
-   unless prefetched); compute waits for the load. */
+   unless prefetched); compute waits for the load. With grads_overwrite the slot is zeroed on
+   the compute stream instead, after its last copy back. */
 static ckpt_result _ckpt_grad_begin(ckpt_chain *ch, int stage, int *g) {
     ckpt_result r = CKPT_OK;
     *g = -1;
     if (!_ckpt_has_grads(ch, stage)) return CKPT_OK;
     *g = ch->next_g;
     ch->next_g = (ch->next_g + 1) % ch->n_slots;
+    if (ch->grads_overwrite) {
+        if (ch->async && ch->gdone_recorded[*g]) r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_gdone[*g]);
+        if (r == CKPT_OK) r = ch->be.memset_async(ch->be.state, ch->gslot[*g], 0, ch->stages[stage].param_bytes, NULL);
+        if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "stage %d (%s): zeroing its gradient slot failed", stage,
+                                           _ckpt_stage_name(ch, stage));
+        return CKPT_OK;
+    }
     if (ch->gslot_stage[*g] != stage && (r = _ckpt_grad_load(ch, *g, stage)) != CKPT_OK) return r;
     ch->gslot_stage[*g] = -1;
     if (ch->async && (r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_gload[*g])) != CKPT_OK)

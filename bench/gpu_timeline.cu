@@ -19,9 +19,10 @@
        nvcc -O2 -arch=sm_90 -I. bench/gpu_timeline.cu -o gpu_timeline -lcublas
    Run:
        ./gpu_timeline [model flags of mlp_cuda: --width --depth --batch --dropout --seed --tf32
-                       --no-options]
+                       --no-options --check-recompute]
                       [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--budget-frac F]
-                      [--bandwidth GB_PER_S] [--stream] [--warmup W] [--trace FILE]
+                      [--bandwidth GB_PER_S] [--stream [--grads-early] [--grads-overwrite]]
+                      [--warmup W] [--trace FILE]
    Exit status 0; 1 on an error; 77 when there is no usable GPU (skipped).
 */
 #define MLP_CUDA_NO_MAIN
@@ -143,8 +144,9 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--width C] [--depth L] [--batch N] [--dropout P] [--seed S] [--tf32] [--no-options]\n"
-            "          [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--budget-frac F]\n"
-            "          [--bandwidth GB_PER_S] [--stream] [--warmup W] [--trace FILE]\n", prog);
+            "          [--check-recompute] [--policy store-all|every-k|sqrt|greedy|optimal|offload]\n"
+            "          [--budget-frac F] [--bandwidth GB_PER_S] [--stream [--grads-early] [--grads-overwrite]]\n"
+            "          [--warmup W] [--trace FILE]\n", prog);
     exit(2);
 }
 
@@ -174,7 +176,7 @@ int main(int argc, char **argv)
     else if (!strcmp(policy_name, "optimal")) policy = CKPT_POLICY_OPTIMAL;
     else if (!strcmp(policy_name, "offload")) policy = CKPT_POLICY_OFFLOAD;
     else usage(argv[0]);
-    if (!config_ok(&cfg) || warmup < 0 || (policy == CKPT_POLICY_OFFLOAD && cfg.bandwidth_gbs <= 0)) usage(argv[0]);
+    if (!config_ok(&cfg) || cfg.graphs || warmup < 0 || (policy == CKPT_POLICY_OFFLOAD && cfg.bandwidth_gbs <= 0)) usage(argv[0]);
 
     Session ss;
     session_open(&ss, &cfg, "gpu_timeline");
@@ -199,6 +201,9 @@ int main(int argc, char **argv)
     cd.backend = &wrapped;
     cd.seed = cfg.seed;
     cd.logger.fn = ckpt_log_stderr;
+    cd.check_recompute = cfg.check_recompute;
+    cd.stream_grads_early = cfg.grads_early;
+    cd.stream_grads_overwrite = cfg.grads_overwrite;
     ckpt_chain *chain;
     CHECK(ckpt_chain_create(&cd, &chain));
     ckpt_plan_desc pd;
@@ -219,7 +224,7 @@ int main(int argc, char **argv)
     for (int step = 0; step <= warmup; step++) {
         CHECK(randn(&ss.be, &data, b->x, nc, 0.0f, 1.0f, s));
         CHECK(teacher_forward(&ss.teacher, b, s));
-        if (ss.host_grads) memset(ss.host_grads, 0, param_bytes);
+        if (ss.host_grads && !cfg.grads_overwrite) memset(ss.host_grads, 0, param_bytes);
         else CHECK(CU(cudaMemsetAsync(m->grads, 0, param_bytes, s)));
         g_tl.recording = step == warmup;
         g_tl.n = 0;

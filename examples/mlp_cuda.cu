@@ -37,6 +37,7 @@
        ./mlp_cuda [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]
                   [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream]
                   [--tf32] [--no-options] [--graphs] [--check-recompute] [--grads-early]
+                  [--grads-overwrite]
    Exit status 0: every policy's gradients equal store-all's; 1: one differs, or an error;
    77: no usable GPU (skipped).
 
@@ -59,7 +60,9 @@
    --stream may differ in the last bits after the first step (the host update rounds differently
    from the GPU's): compare rows within one mode only. --grads-early sets
    ckpt_chain_desc.stream_grads_early (this program zeroes host_grads before each forward, never
-   between ckpt_forward and ckpt_backward).
+   between ckpt_forward and ckpt_backward). --grads-overwrite sets stream_grads_overwrite: the
+   step's gradients replace host_grads, so the program does not zero them, and no host_grads
+   load crosses the link.
 
    --check-recompute runs every chain with the recompute check (RECOMPUTE CHECK in ckpt.h): each
    recomputed boundary and tape is checksummed on the device and compared with the first
@@ -706,6 +709,7 @@ typedef struct Config {
     int graphs;                 /* --graphs: ckpt_chain_desc.graphs (CUDA graphs of both sweeps) */
     int check_recompute;        /* --check-recompute: ckpt_chain_desc.check_recompute */
     int grads_early;            /* --grads-early: ckpt_chain_desc.stream_grads_early (with --stream) */
+    int grads_overwrite;        /* --grads-overwrite: ckpt_chain_desc.stream_grads_overwrite (with --stream) */
     int device;                 /* the CUDA device (0; examples/mlp_nccl.cu opens one per rank) */
     float p_drop, lr;
     double budget_frac;
@@ -956,6 +960,7 @@ static void train_plan(Session *ss, const ckpt_plan_desc *pd, const ckpt_op *ops
     cd.graphs = cfg->graphs;
     cd.check_recompute = cfg->check_recompute;
     cd.stream_grads_early = cfg->grads_early;
+    cd.stream_grads_overwrite = cfg->grads_overwrite;
     ckpt_chain *chain;
     size_t free0 = 0, free_min = 0, free_now = 0, total_mem = 0;
     CHECK(CU(cudaDeviceSynchronize()));
@@ -983,8 +988,9 @@ static void train_plan(Session *ss, const ckpt_plan_desc *pd, const ckpt_op *ops
         CHECK(randn(&ss->be, &data, b->x, nc, 0.0f, 1.0f, s));
         CHECK(teacher_forward(&ss->teacher, b, s));
 
-        /* the library loads host_grads for each backward and copies them back before it returns */
-        if (ss->host_grads) memset(ss->host_grads, 0, param_bytes);
+        /* the library loads host_grads for each backward and copies them back before it returns;
+           with --grads-overwrite it replaces them (last step's gradients stay until then) */
+        if (ss->host_grads && !cfg->grads_overwrite) memset(ss->host_grads, 0, param_bytes);
         CHECK(CU(cudaEventRecord(ev[0], s)));
         if (!ss->host_grads) CHECK(CU(cudaMemsetAsync(m->grads, 0, param_bytes, s)));
         const void *out;
@@ -1094,6 +1100,7 @@ static int parse_model_switch(Config *cfg, const char *a)
     else if (!strcmp(a, "--graphs")) cfg->graphs = 1;
     else if (!strcmp(a, "--check-recompute")) cfg->check_recompute = 1;
     else if (!strcmp(a, "--grads-early")) cfg->grads_early = 1;
+    else if (!strcmp(a, "--grads-overwrite")) cfg->grads_overwrite = 1;
     else return 0;
     return 1;
 }
@@ -1103,7 +1110,8 @@ static int config_ok(const Config *cfg)
     return cfg->C >= 1 && cfg->L >= 1 && cfg->N >= 1 && cfg->steps >= 1 && cfg->p_drop >= 0.0f &&
            cfg->p_drop < 1.0f && cfg->budget_frac > 0.0 && cfg->bandwidth_gbs >= 0.0 &&
            cfg->bandwidth_gbs < 1e9 &&  /* NaN fails both */
-           !(cfg->check_recompute && cfg->graphs) && (!cfg->grads_early || cfg->stream);
+           !(cfg->check_recompute && cfg->graphs) && (!cfg->grads_early || cfg->stream) &&
+           (!cfg->grads_overwrite || cfg->stream);
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
@@ -1115,13 +1123,15 @@ static void usage(const char *prog)
             "usage: %s [--width C] [--depth L] [--batch N] [--steps S] [--dropout P] [--lr LR]\n"
             "          [--seed S] [--budget-frac F | --budget BYTES] [--bandwidth GB_PER_S] [--stream]\n"
             "          [--tf32] [--no-options] [--graphs] [--check-recompute] [--grads-early]\n"
+            "          [--grads-overwrite]\n"
             "defaults: --width 768 --depth 12 --batch 4096 --steps 10 (timed, after 1 warm-up step)\n"
             "          --dropout 0.1 --lr 0.1 --seed 42 --budget-frac 0.4 (of store-all's peak);\n"
             "          no offload row; parameters on the device; FP32 GEMMs (--tf32: TF32 tensor cores);\n"
             "          tape option 1 declared (--no-options: option 0 only);\n"
             "          no CUDA graphs (--graphs: each chain captures its sweeps once and replays them);\n"
             "          --check-recompute: the recompute check (not with --graphs);\n"
-            "          --grads-early: with --stream, host_grads load in the forward (stream_grads_early)\n",
+            "          --grads-early: with --stream, host_grads load in the forward (stream_grads_early);\n"
+            "          --grads-overwrite: with --stream, gradients replace host_grads (stream_grads_overwrite)\n",
             prog);
     exit(2);
 }

@@ -23,7 +23,8 @@
      the device: store-all, optimal and offload, weights kept or streamed; the hook runs once per
      stage per step in backward order, and what it copies on its stream (host_grads when
      streamed) equals the step's final gradients; gradients bit-identical to store-all without
-     them; a stage whose forward writes a call counter into its output, under optimal at its
+     them; streamed, stream_grads_overwrite over junk host_grads gives the gradients of zeroing
+     them before each step, with no host_grads load; a stage whose forward writes a call counter into its output, under optimal at its
      smallest budget, fails the step with CKPT_ERR_RECOMPUTE_MISMATCH naming X[i] when the plan
      runs its F twice, and passes when it runs once;
    - graph mode (ckpt_chain_desc.graphs) on a stream of its own: random chains of dropout layers
@@ -845,9 +846,11 @@ static ckpt_result snap_hook(const ckpt_grads_ready_args *a) {
 }
 
 /* Two steps of c at pd with the check and the hook (early host_grads when asked); the hook's
-   checks after each step. Returns the last step's result. */
+   checks after each step. host_grads: 0 zeroed before the first step (the steps add up), 1
+   zeroed before each, 2 junk before each with stream_grads_overwrite. Returns the last step's
+   result. */
 static ckpt_result feature_run(chain_case *c, const ckpt_plan_desc *pd, int streamed, int early, std::vector<float> *g,
-                               ckpt_plan_info *info, ckpt_chain_stats *stats, int *f_ops_bad) {
+                               ckpt_plan_info *info, ckpt_chain_stats *stats, int *f_ops_bad, int host_grads = 0) {
     ckpt_chain_desc cd;
     ckpt_chain *ch = NULL;
     hook_rec h;
@@ -860,6 +863,7 @@ static ckpt_result feature_run(chain_case *c, const ckpt_plan_desc *pd, int stre
     cd.grads_ready = snap_hook;
     cd.grads_ready_user = &h;
     cd.stream_grads_early = early;
+    cd.stream_grads_overwrite = host_grads == 2;
     cd.logger.fn = capture;
     h.c = c;
     for (i = 0; i < c->n; i++) {
@@ -884,6 +888,11 @@ static ckpt_result feature_run(chain_case *c, const ckpt_plan_desc *pd, int stre
         const void *out = NULL;
         memset(h.calls, 0, sizeof h.calls);
         h.last = c->n; h.bad_order = h.bad_where = 0;
+        for (i = 0; i < c->n && host_grads; i++) {
+            layer *L = &c->layers[i];
+            size_t np = (size_t)(L->win + 1) * L->wout, e;
+            for (e = 0; e < np; e++) L->hg[e] = host_grads == 2 ? 1e6f + (float)e : 0.0f;
+        }
         r = ckpt_forward(ch, c->x, &out);
         if (r == CKPT_OK) r = ckpt_backward(ch, c->gy, c->gx);
         if (r != CKPT_OK) break;
@@ -913,7 +922,7 @@ static ckpt_result feature_run(chain_case *c, const ckpt_plan_desc *pd, int stre
 }
 
 static void features(void) {
-    int ci, runs = 0, early_runs = 0, checked = 0, caught = 0, clean = 0;
+    int ci, runs = 0, early_runs = 0, checked = 0, caught = 0, clean = 0, overwrites = 0;
     for (ci = 0; ci < 12; ci++) {
         chain_case c;
         std::vector<float> ref, got;
@@ -944,6 +953,17 @@ static void features(void) {
             CHECK(stats.recompute_checks >= 2ull * (uint64_t)info.n_recomputed,
                   "%llu checks for %d recomputations in 2 steps", (unsigned long long)stats.recompute_checks, info.n_recomputed);
             checked += stats.recompute_checks > 0;
+            if (streamed) {     /* stream_grads_overwrite over junk = zeroing host_grads before each step */
+                std::vector<float> zeroed;
+                ckpt_result r0 = feature_run(&c, &pd, streamed, early, &zeroed, &info, &stats, &f_bad, 1);
+                r = feature_run(&c, &pd, streamed, early, &got, &info, &stats, &f_bad, 2);
+                CHECK(r0 == CKPT_OK && r == CKPT_OK, "zeroed: %s, overwrite: %s", ckpt_result_string(r0), ckpt_result_string(r));
+                CHECK(r != CKPT_OK || r0 != CKPT_OK ||
+                      (got.size() == zeroed.size() && memcmp(got.data(), zeroed.data(), got.size() * sizeof(float)) == 0),
+                      "case %d policy %s: stream_grads_overwrite differs from zeroing host_grads", ci, ckpt_policy_name(pd.policy));
+                CHECK(stats.grad_loads == 0, "overwrite: %llu host_grads loads", (unsigned long long)stats.grad_loads);
+                overwrites += r == CKPT_OK;
+            }
         }
         /* A drifting stage under optimal at the smallest budget: caught when the plan runs its F twice. */
         {
@@ -975,10 +995,10 @@ static void features(void) {
         free_case(&c);
     }
     printf("hook, recompute check, early host_grads on the device: %d runs (%d with early host_grads, %d with "
-           "recompute checks), drifting stage caught in %d plans, not recomputed in %d\n",
-           runs, early_runs, checked, caught, clean);
-    CHECK(runs >= 20 && early_runs > 0 && checked > 0 && caught > 0, "features: %d runs, %d early, %d checked, %d caught", runs,
-          early_runs, checked, caught);
+           "recompute checks, %d also with overwritten host_grads), drifting stage caught in %d plans, not recomputed in %d\n",
+           runs, early_runs, checked, overwrites, caught, clean);
+    CHECK(runs >= 20 && early_runs > 0 && checked > 0 && caught > 0 && overwrites > 0,
+          "features: %d runs, %d early, %d checked, %d overwrite, %d caught", runs, early_runs, checked, overwrites, caught);
 }
 
 int main(void) {

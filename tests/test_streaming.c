@@ -16,6 +16,9 @@
    - after a failed backward (a callback, or an injected copy failure) each stage's host_grads
      holds either its old value or old + gradient: old for the failed stage and those after it
      in backward order;
+   - stream_grads_overwrite: host_grads that held other values end as the step's gradients alone,
+     with no copy from host_grads and one memset per streamed B op (also after a failed
+     callback, for the stages whose B op completed);
    - bad descs, ckpt_forward on a k-lane chain, an injected failure of a parameter load. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -51,8 +54,8 @@ static int check_entry, entry_bad, fail_stage = -1;
    callback of lane 0 logs, per stage, how many parameter loads were issued before it ran
    (counted by the wrapped backend's copy_async). */
 static int lookahead, order_log, loads_issued, loads_at_fwd[MAXN];
-/* ckpt_chain_desc.stream_grads_early of the chains run() makes */
-static int grads_early;
+/* ckpt_chain_desc.stream_grads_early and stream_grads_overwrite of the chains run() makes */
+static int grads_early, grads_overwrite;
 /* The lookahead a chain made with stream_lookahead L runs with (0 means 1). */
 static int eff_lookahead(int L) { return L ? L : 1; }
 /* regrads: run() fills host_grads with 1e6 before the forward and sets them (init_grads or
@@ -106,7 +109,7 @@ static ckpt_result bwd(const ckpt_bwd_args *a) {
     if (L->index == fail_stage) return CKPT_ERR_CALLBACK;
     if (check_entry && L->streamed && a->ctx->microbatch == 0) {
         static const float zero[MAXW * MAXW + MAXW];
-        entry_bad += memcmp(G, init_grads ? init_grads[L->index] : zero,
+        entry_bad += memcmp(G, init_grads && !grads_overwrite ? init_grads[L->index] : zero,
                             sizeof(float) * (size_t)(L->win * L->wout + L->wout)) != 0;
     }
     tape_layout(L, e, &total);
@@ -284,6 +287,7 @@ static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc 
     cd.stages = c->st; cd.n_stages = c->n; cd.backend = be; cd.seed = 77; cd.microbatches = k;
     cd.stream_lookahead = lookahead;
     cd.stream_grads_early = grads_early;
+    cd.stream_grads_overwrite = grads_overwrite;
     cd.input_bytes = sizeof(float) * ROWS * (size_t)c->layers[0].win;
     r = ckpt_chain_create(&cd, &ch);
     CHECK(r == CKPT_OK, "chain_create: %s", ckpt_result_string(r));
@@ -313,8 +317,8 @@ static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc 
                   (unsigned long long)cs.slot_bytes, eff_lookahead(lookahead), most);
         }
         if (streamed && r == CKPT_OK)
-            CHECK(cs.grad_stores == (uint64_t)c->n && cs.grad_loads == (uint64_t)c->n, "%llu gradient copies back and %llu "
-                  "loads for %d stages", (unsigned long long)cs.grad_stores, (unsigned long long)cs.grad_loads, c->n);
+            CHECK(cs.grad_stores == (uint64_t)c->n && cs.grad_loads == (grads_overwrite ? 0 : (uint64_t)c->n),
+                  "%llu gradient copies back and %llu loads for %d stages", (unsigned long long)cs.grad_stores, (unsigned long long)cs.grad_loads, c->n);
     }
     ckpt_chain_destroy(ch);
     return r;
@@ -631,6 +635,97 @@ static void failed_backward(ckpt_backend *plain, ckpt_backend *engine) {
     }
 }
 
+/* stream_grads_overwrite: host_grads start as garbage, and end as the step's gradients alone,
+   bit-identical to callbacks adding into their own zeroed gradients; no copy from host_grads,
+   one memset per streamed B op, each param_grads zero on entry; every policy, 1 to 3 lanes, the
+   plain backend, the copy engine (lookahead 1 and 3) and a copy engine throttled to 200 kB/s
+   (copies back queue up behind the B ops: a slot zeroed before its last copy back left would
+   show). After a failed callback, the stages
+   whose B op completed hold their gradients, the others their garbage. */
+static void overwrite(ckpt_backend *plain, ckpt_backend *engine) {
+    static float junk[MAXN][MAXW * MAXW + MAXW];
+    const ckpt_policy policies[] = {CKPT_POLICY_STORE_ALL, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD};
+    int ci, pi, bi, i, j, k, plans = 0;
+    ckpt_backend slow;
+    ckpt_cpu_desc sd;
+    memset(&sd, 0, sizeof sd);
+    sd.copy_engine = 1;
+    sd.copy_bandwidth = 2e5;
+    if (ckpt_cpu_backend_create(&sd, &slow) != CKPT_OK) { CHECK(0, "throttled backend"); return; }
+    for (i = 0; i < MAXN; i++)
+        for (j = 0; j < MAXW * MAXW + MAXW; j++) junk[i][j] = 1e6f + rnd_float();
+    for (ci = 0; ci < 12; ci++) {
+        static chain_case c;
+        static result ref, got;
+        make_case(&c, 1);
+        k = rnd_int(1, MAXK);
+        for (pi = 0; pi < 3; pi++) {
+            ckpt_plan_desc pd;
+            ckpt_plan_info sa;
+            memset(&pd, 0, sizeof pd);
+            pd.policy = CKPT_POLICY_STORE_ALL;
+            if (pi) {   /* half of store-all's peak, planned by the library itself */
+                ckpt_plan *p = NULL;
+                ckpt_cost cost[MAXN];
+                ckpt_plan_desc sd;
+                memset(cost, 0, sizeof cost);
+                memset(&sd, 0, sizeof sd);
+                for (i = 0; i < c.n; i++) {
+                    cost[i].f = c.st[i].fwd_time; cost[i].b = c.st[i].bwd_time;
+                    cost[i].a = c.st[i].out_bytes; cost[i].t = c.st[i].tape_bytes;
+                }
+                ckpt_plan_create(cost, c.n, &sd, &p, &sa);
+                ckpt_plan_destroy(p);
+                pd.policy = policies[pi];
+                pd.budget = sa.store_all_peak / 2;
+                pd.bandwidth = 64;
+            }
+            init_grads = NULL;
+            if (run(&c, 0, k, &pd, plain, &ref) != CKPT_OK) continue;
+            for (bi = 0; bi < 4; bi++) {
+                ckpt_backend w = wrapped(bi == 3 ? &slow : bi ? engine : plain, &c);
+                ckpt_result r;
+                init_grads = junk;
+                grads_overwrite = 1; check_entry = 1; entry_bad = 0;
+                lookahead = bi == 2 ? 3 : 0;
+                r = run(&c, 1, k, &pd, &w, &got);
+                grads_overwrite = 0; check_entry = 0; lookahead = 0;
+                init_grads = NULL;
+                CHECK(r == CKPT_OK, "overwrite case %d %s: %s", ci, ckpt_policy_name(pd.policy), ckpt_result_string(r));
+                if (r != CKPT_OK) continue;
+                plans++;
+                CHECK(same(&got, &ref, &c, k), "overwrite case %d %s, %d lanes, backend %d: host_grads differ from the "
+                      "gradients alone", ci, ckpt_policy_name(pd.policy), k, bi);
+                CHECK(entry_bad == 0, "overwrite case %d: %d B ops got a param_grads that was not zero", ci, entry_bad);
+                CHECK(wrap.grads_in + wrap.grads_in_fwd == 0 && wrap.grads_out == c.n && wrap.memsets == c.n,
+                      "overwrite case %d %s: %d copies from host_grads, %d into it, %d memsets for %d stages", ci,
+                      ckpt_policy_name(pd.policy), wrap.grads_in + wrap.grads_in_fwd, wrap.grads_out, wrap.memsets, c.n);
+            }
+        }
+        /* a failed callback: the stages after it in forward order (whose B ran) hold their
+           gradients, it and those before it the junk */
+        {
+            ckpt_plan_desc pd;
+            int f = rnd_int(0, c.n - 1);
+            memset(&pd, 0, sizeof pd);
+            pd.policy = CKPT_POLICY_STORE_ALL;
+            if (run(&c, 0, 1, &pd, plain, &ref) != CKPT_OK) continue;
+            init_grads = junk; grads_overwrite = 1; fail_stage = f;
+            CHECK(run(&c, 1, 1, &pd, engine, &got) == CKPT_ERR_CALLBACK, "overwrite case %d: stage %d should fail", ci, f);
+            init_grads = NULL; grads_overwrite = 0; fail_stage = -1;
+            for (i = 0; i < c.n; i++) {
+                size_t nb = sizeof(float) * (size_t)(c.layers[i].win * c.layers[i].wout + c.layers[i].wout);
+                CHECK(memcmp(got.grads[i], i > f ? ref.grads[i] : junk[i], nb) == 0,
+                      "overwrite case %d, stage %d failed: stage %d's host_grads should be %s", ci, f, i,
+                      i > f ? "its gradient" : "unchanged");
+            }
+        }
+    }
+    ckpt_cpu_backend_destroy(&slow);
+    printf("stream_grads_overwrite: %d runs\n", plans);
+    CHECK(plans >= 30, "only %d overwrite runs", plans);
+}
+
 static void errors(ckpt_backend *engine) {
     static chain_case c;
     static result out;
@@ -701,6 +796,17 @@ static void errors(ckpt_backend *engine) {
     cd.stream_grads_early = 2;
     CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "stream_grads_early neither 0 nor 1");
     cd.stream_grads_early = 0;
+    cd.stream_grads_overwrite = 2;
+    CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "stream_grads_overwrite neither 0 nor 1");
+    cd.stream_grads_overwrite = 1;
+    {
+        ckpt_backend nomem = *engine;
+        nomem.memset_async = NULL;
+        cd.backend = &nomem;
+        CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "stream_grads_overwrite without memset_async");
+        cd.backend = engine;
+    }
+    cd.stream_grads_overwrite = 0;
     cd.microbatches = -1;
     CHECK(ckpt_chain_create(&cd, &ch) == CKPT_ERR_BAD_ARGUMENT, "negative microbatches");
     cd.microbatches = 2;
@@ -741,6 +847,7 @@ int main(void) {
     inflight_loads();
     host_grads_path(&plain, &engine);
     failed_backward(&plain, &engine);
+    overwrite(&plain, &engine);
     errors(&engine);
     ckpt_cpu_get_stats(&plain, &bs);
     CHECK(bs.live_allocations == 0, "plain backend: %llu allocations left", (unsigned long long)bs.live_allocations);

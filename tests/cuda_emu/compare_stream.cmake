@@ -1,7 +1,7 @@
-# cmake -DPROG=mlp_cuda_emulated "-DARGS=--width;32;..." -P compare_stream.cmake
+# cmake -DPROG=mlp_cuda_emulated "-DARGS=--width;32;..." [-DSTREAM_ARGS=...] -P compare_stream.cmake
 #
 # Runs examples/mlp_cuda.cu (emulated) twice with ARGS, parameters on the device and with
-# --stream, and checks that both succeed and print the same losses (the first step's and every
+# --stream (and STREAM_ARGS, e.g. --grads-overwrite), and checks that both succeed and print the same losses (the first step's and every
 # row's final one). The example compares policies within one run only, so this is what checks
 # that streaming trains the same model: on the emulator the two must agree (the host SGD is the
 # same float expression as sgd_kernel, and the gradients are added once into zeroes), a stale
@@ -10,7 +10,7 @@
 foreach(_mode device stream)
   set(_extra)
   if(_mode STREQUAL "stream")
-    set(_extra --stream)
+    set(_extra --stream ${STREAM_ARGS})
   endif()
   execute_process(COMMAND "${PROG}" ${ARGS} ${_extra} OUTPUT_VARIABLE _out ERROR_VARIABLE _err RESULT_VARIABLE _rc)
   message("---- ${PROG} ${ARGS} ${_extra}: exit ${_rc}\n${_out}${_err}")
