@@ -1246,7 +1246,8 @@ typedef struct ckpt_chain_stats {
     uint64_t slot_bytes;        /* streaming: device bytes of the parameter and gradient slots */
     uint64_t grad_loads;        /* streaming: host_grads copies to the device (one per B op in a
                                    step that succeeds; a failed op's prefetch, and with
-                                   stream_grads_early an abandoned forward's, count too) */
+                                   stream_grads_early an abandoned forward's, count too; none
+                                   with stream_grads_overwrite) */
     uint64_t graph_captures;    /* graphs: sweeps captured (a step that captures both its forward
                                    and its backward counts 2) */
     uint64_t graph_replays;     /* graphs: sweeps replayed from a graph captured earlier */

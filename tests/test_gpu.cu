@@ -353,6 +353,18 @@ static void set_streamed(chain_case *c, int i, int streamed) {
     c->st[i].host_grads = streamed ? L->hg : NULL;
 }
 
+/* Zero gradients, on the device and in host_grads, with the weights kept or streamed. */
+static void reset_layers(chain_case *c, int streamed) {
+    int i;
+    for (i = 0; i < c->n; i++) {
+        layer *L = &c->layers[i];
+        CU(cudaMemset(L->dW, 0, sizeof(float) * L->win * L->wout));
+        CU(cudaMemset(L->db, 0, sizeof(float) * L->wout));
+        memset(L->hg, 0, sizeof(float) * (L->win + 1) * L->wout);
+        set_streamed(c, i, streamed);
+    }
+}
+
 static void make_case(chain_case *c) {
     int i, w[MAXN + 1];
     memset(c, 0, sizeof *c);
@@ -478,13 +490,7 @@ static ckpt_result run(chain_case *c, const ckpt_plan_desc *pd, std::vector<floa
     memset(&cd, 0, sizeof cd);
     cd.stages = c->st; cd.n_stages = c->n; cd.backend = &counted; cd.seed = 0x1234567890abcdefull; cd.rng_offset = 77;
     cd.input_bytes = sizeof(float) * ROWS * (size_t)c->layers[0].win;
-    for (i = 0; i < c->n; i++) {
-        layer *L = &c->layers[i];
-        CU(cudaMemset(L->dW, 0, sizeof(float) * L->win * L->wout));
-        CU(cudaMemset(L->db, 0, sizeof(float) * L->wout));
-        memset(L->hg, 0, sizeof(float) * (L->win + 1) * L->wout);
-        set_streamed(c, i, streamed);
-    }
+    reset_layers(c, streamed);
     r = ckpt_chain_create(&cd, &ch);
     CHECK(r == CKPT_OK, "chain_create: %s", ckpt_result_string(r));
     if (r != CKPT_OK) return r;
@@ -630,19 +636,14 @@ static ckpt_result graph_run(chain_case *c, const ckpt_plan_desc *pd, const ckpt
     ckpt_chain_desc cd;
     ckpt_chain *ch = NULL;
     ckpt_result r;
-    int i, step;
+    int step;
     size_t ny = (size_t)ROWS * c->layers[c->n - 1].wout;
     memset(&cd, 0, sizeof cd);
     cd.stages = c->st; cd.n_stages = c->n; cd.backend = be; cd.seed = 0x5eedull; cd.rng_offset = 3;
     cd.input_bytes = sizeof(float) * ROWS * (size_t)c->layers[0].win;
     cd.graphs = graphs;
     cd.logger.fn = ckpt_log_stderr;
-    for (i = 0; i < c->n; i++) {
-        layer *L = &c->layers[i];
-        CU(cudaMemset(L->dW, 0, sizeof(float) * L->win * L->wout));
-        CU(cudaMemset(L->db, 0, sizeof(float) * L->wout));
-        set_streamed(c, i, 0);
-    }
+    reset_layers(c, 0);
     grads->clear(); outs->clear();
     if ((r = ckpt_chain_create(&cd, &ch)) != CKPT_OK) return r;
     r = ckpt_chain_plan(ch, pd, info);
@@ -866,14 +867,9 @@ static ckpt_result feature_run(chain_case *c, const ckpt_plan_desc *pd, int stre
     cd.stream_grads_overwrite = host_grads == 2;
     cd.logger.fn = capture;
     h.c = c;
-    for (i = 0; i < c->n; i++) {
-        layer *L = &c->layers[i];
-        CU(cudaMemset(L->dW, 0, sizeof(float) * L->win * L->wout));
-        CU(cudaMemset(L->db, 0, sizeof(float) * L->wout));
-        memset(L->hg, 0, sizeof(float) * (L->win + 1) * L->wout);
-        set_streamed(c, i, streamed);
-        CU(cudaMalloc((void **)&h.snap[i], sizeof(float) * (L->win + 1) * L->wout));
-    }
+    reset_layers(c, streamed);
+    for (i = 0; i < c->n; i++)
+        CU(cudaMalloc((void **)&h.snap[i], sizeof(float) * (c->layers[i].win + 1) * c->layers[i].wout));
     r = ckpt_chain_create(&cd, &ch);
     CHECK(r == CKPT_OK, "chain_create with hook and check: %s", ckpt_result_string(r));
     if (r == CKPT_OK) r = ckpt_chain_plan(ch, pd, info);

@@ -260,6 +260,24 @@ static ckpt_backend wrapped(const ckpt_backend *inner, const chain_case *c) {
     return b;
 }
 
+/* Half of the case's store-all peak, planned by the library itself. */
+static uint64_t half_store_all(const chain_case *c) {
+    ckpt_plan_info sa = {0};
+    ckpt_plan *p = NULL;
+    ckpt_cost cost[MAXN];
+    ckpt_plan_desc sd;
+    int i;
+    memset(cost, 0, sizeof cost);
+    memset(&sd, 0, sizeof sd);
+    for (i = 0; i < c->n; i++) {
+        cost[i].f = c->st[i].fwd_time; cost[i].b = c->st[i].bwd_time;
+        cost[i].a = c->st[i].out_bytes; cost[i].t = c->st[i].tape_bytes;
+    }
+    ckpt_plan_create(cost, c->n, &sd, &p, &sa);
+    ckpt_plan_destroy(p);
+    return sa.store_all_peak / 2;
+}
+
 /* Runs one step with k lanes; streamed: weights through the library. Returns the plan result. */
 static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc *pd, const ckpt_backend *be, result *out) {
     ckpt_chain_desc cd;
@@ -529,19 +547,7 @@ static void host_grads_path(ckpt_backend *plain, ckpt_backend *engine) {
             memset(&pd, 0, sizeof pd);
             pd.policy = pi == 0 ? CKPT_POLICY_STORE_ALL : pi == 1 ? CKPT_POLICY_OPTIMAL : CKPT_POLICY_OFFLOAD;
             if (pi) {
-                ckpt_plan_info sa = {0};
-                ckpt_plan *p;
-                ckpt_cost cost[MAXN];
-                ckpt_plan_desc sd;
-                memset(cost, 0, sizeof cost);
-                memset(&sd, 0, sizeof sd);
-                for (i = 0; i < c.n; i++) {
-                    cost[i].f = c.st[i].fwd_time; cost[i].b = c.st[i].bwd_time;
-                    cost[i].a = c.st[i].out_bytes; cost[i].t = c.st[i].tape_bytes;
-                }
-                ckpt_plan_create(cost, c.n, &sd, &p, &sa);
-                ckpt_plan_destroy(p);
-                pd.budget = sa.store_all_peak / 2;
+                pd.budget = half_store_all(&c);
                 pd.bandwidth = 64;
             }
             if (run(&c, 0, k, &pd, plain, &ref) != CKPT_OK) continue;   /* callbacks keep their own, from init */
@@ -661,23 +667,11 @@ static void overwrite(ckpt_backend *plain, ckpt_backend *engine) {
         k = rnd_int(1, MAXK);
         for (pi = 0; pi < 3; pi++) {
             ckpt_plan_desc pd;
-            ckpt_plan_info sa;
             memset(&pd, 0, sizeof pd);
             pd.policy = CKPT_POLICY_STORE_ALL;
-            if (pi) {   /* half of store-all's peak, planned by the library itself */
-                ckpt_plan *p = NULL;
-                ckpt_cost cost[MAXN];
-                ckpt_plan_desc sd;
-                memset(cost, 0, sizeof cost);
-                memset(&sd, 0, sizeof sd);
-                for (i = 0; i < c.n; i++) {
-                    cost[i].f = c.st[i].fwd_time; cost[i].b = c.st[i].bwd_time;
-                    cost[i].a = c.st[i].out_bytes; cost[i].t = c.st[i].tape_bytes;
-                }
-                ckpt_plan_create(cost, c.n, &sd, &p, &sa);
-                ckpt_plan_destroy(p);
+            if (pi) {
                 pd.policy = policies[pi];
-                pd.budget = sa.store_all_peak / 2;
+                pd.budget = half_store_all(&c);
                 pd.bandwidth = 64;
             }
             init_grads = NULL;
