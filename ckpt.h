@@ -449,10 +449,12 @@
                      around the ops of a sweep being captured, launch for every sweep of a graph
                      (the capturing one too, since capture only records), destroy when a graph
                      is captured again or the plan or chain goes.
-   memset_async and mem_info are for users' own code; checksum too, and the chain's own with
-   ckpt_chain_desc.check_recompute (RECOMPUTE CHECK): after every F op, on X[i] and T[i]. backends/ckpt_cuda.h and
-   backends/ckpt_hip.h implement every entry on the GPU. The backend must outlive every chain
-   that uses it; the chain copies the struct, not the state.
+   memset_async, mem_info and checksum are for users' own code, and the chain's own in two
+   options: memset_async with ckpt_chain_desc.stream_grads_overwrite (a gradient slot before
+   each streamed B op, on the compute stream), checksum with check_recompute (RECOMPUTE CHECK:
+   after every F op, on X[i] and T[i]). backends/ckpt_cuda.h and backends/ckpt_hip.h implement
+   every entry on the GPU. The backend must outlive every chain that uses it; the chain copies
+   the struct, not the state.
 */
 #ifndef CKPT_H_INCLUDED
 #define CKPT_H_INCLUDED
