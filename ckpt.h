@@ -44,7 +44,8 @@
    allocate: every buffer comes from the arena. Use ckpt_layout to carve a tape into pieces.
    Nothing the library hands a callback is zeroed: out, tape, grad_in and the workspaces hold
    whatever the arena held, so a backward that adds into grad_in (as llm.c's kernels do) must clear
-   it first. A streamed stage's param_grads holds its host_grads (PARAMETER STREAMING).
+   it first. A streamed stage's param_grads holds its host_grads, or zeros with
+   stream_grads_overwrite (PARAMETER STREAMING).
    ckpt_forward_eval runs the forward alone for evaluation (mode CKPT_MODE_EVAL: skip dropout),
    between steps, in the same arena, consuming no random numbers.
 
@@ -207,7 +208,8 @@
    A stage whose parameters do not fit on the device next to everything else sets host_params
    and param_bytes in its desc (and host_grads for float gradients). Its callbacks then get
    args->params, a device copy, and the backward also args->param_grads, a device buffer that
-   holds the stage's host_grads on entry: the callback ADDS its gradients into it. With
+   holds the stage's host_grads on entry (zeros with stream_grads_overwrite, below): the callback
+   ADDS its gradients into it. With
    L = ckpt_chain_desc.stream_lookahead (0 means 1; at most CKPT_MAX_STREAM_LOOKAHEAD), the chain
    keeps L + 1 parameter slots and L + 1 gradient slots of the largest param_bytes on the device
    (ckpt_chain_stats.slot_bytes; outside the plan's budget, which covers activations). While op
@@ -236,9 +238,12 @@
    gradients then replace what host_grads held, each B op's gradient slot is zeroed on the
    device (the backend's memset_async, on the compute stream) rather than loaded, and no
    host_grads load crosses the link (after a failed backward, host_grads of each stage whose B
-   op completed holds its gradient alone). The gradients are the same bits as loading zeroed
-   host_grads (on an H200, examples/mlp_cuda's streamed store-all step at 512 rows went from
-   12.8 to 8.7 ms: bench/RESULTS.md).
+   op completed holds its gradient alone, unless copying it back is what failed). The gradients
+   are the same bits as loading zeroed host_grads (on an H200, examples/mlp_cuda's streamed
+   store-all step at 512 rows went from 12.8 to 8.7 ms: bench/RESULTS.md). Where this manual
+   says a step adds parameter gradients (measured and traced steps, a failed step), a streamed
+   stage's host_grads then get that step's gradients in place of what they held; a backend
+   without memset_async is refused (CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create).
    ckpt_chain_desc.microbatches = k gives the chain k lanes: ckpt_forward_microbatches and
    ckpt_backward_microbatches run every op for microbatches 0..k-1 before the next op, each in
    its own copy of the arena (arena_bytes is k times one lane; plans and peaks are per lane),
@@ -312,7 +317,8 @@
 
    Lanes: compute (every F and B callback, once per microbatch lane, and every W: from compute
    reaching it to the copy it waits for being done), host-to-device (every P, per lane; a
-   streamed stage's parameter loads and host_grads loads, once per op for all lanes) and
+   streamed stage's parameter loads and host_grads loads, once per op for all lanes; with
+   stream_grads_overwrite no host_grads loads, and the zeroing of a gradient slot is no event) and
    device-to-host (every O, per lane; gradient stores into host_grads). A callback's span is the
    callback alone, as in MEASURED TIMES; a copy's starts when its stream reaches it (after the
    waits queued before it) and ends when it is done. Compute waiting for a prefetch or a load is
@@ -864,7 +870,8 @@ typedef struct ckpt_bwd_args {
     void *workspace;        /* bwd_workspace_bytes of scratch (NULL if 0); NOT zeroed */
     const void *params;     /* parameter streaming: the device copy of host_params; else NULL */
     void *param_grads;      /* parameter streaming with host_grads: param_bytes of device memory
-                               holding the stage's host_grads on entry; ADD this stage's gradients
+                               holding the stage's host_grads on entry (zeros with
+                               ckpt_chain_desc.stream_grads_overwrite); ADD this stage's gradients
                                into it (every microbatch of the op adds into the same buffer).
                                Afterwards the library copies it back into host_grads. Else NULL. */
 } ckpt_bwd_args;
@@ -905,8 +912,9 @@ typedef struct ckpt_stage_desc {
     const void *host_params;        /* NULL: no streaming for this stage */
     size_t param_bytes;
     float *host_grads;              /* float gradients, param_bytes / 4 of them: loaded into
-                                       param_grads before each backward, which adds into it, and
-                                       copied back after; NULL: the callback keeps its own */
+                                       param_grads before each backward (zeroed there instead with
+                                       ckpt_chain_desc.stream_grads_overwrite), which adds into it,
+                                       and copied back after; NULL: the callback keeps its own */
     int n_tape_options;             /* options beyond option 0: 0..CKPT_MAX_TAPE_OPTIONS - 1 */
     ckpt_tape_option tape_options[CKPT_MAX_TAPE_OPTIONS - 1];   /* options 1..n_tape_options */
 } ckpt_stage_desc;
@@ -1165,8 +1173,9 @@ typedef struct ckpt_chain_desc {
     int stream_grads_overwrite;     /* parameter streaming: 1: each step's gradients replace what
                                        host_grads held: a B op's gradient slot is zeroed on the
                                        device (the backend's memset_async) instead of loaded from
-                                       host_grads, so no host_grads load crosses the link; 0 (the
-                                       default): the gradients are added into host_grads */
+                                       host_grads, so no host_grads load crosses the link; needs
+                                       the backend's memset_async; 0 (the default): the
+                                       gradients are added into host_grads */
 } ckpt_chain_desc;
 
 CKPT_API ckpt_result ckpt_chain_create(const ckpt_chain_desc *desc, ckpt_chain **out);
@@ -5938,10 +5947,11 @@ static ckpt_result _ckpt_grad_begin(ckpt_chain *ch, int stage, int *g) {
     *g = ch->next_g;
     ch->next_g = (ch->next_g + 1) % ch->n_slots;
     if (ch->grads_overwrite) {
-        if (ch->async && ch->gdone_recorded[*g]) r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_gdone[*g]);
-        if (r == CKPT_OK) r = ch->be.memset_async(ch->be.state, ch->gslot[*g], 0, ch->stages[stage].param_bytes, NULL);
-        if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "stage %d (%s): zeroing its gradient slot failed", stage,
-                                           _ckpt_stage_name(ch, stage));
+        if (ch->async && ch->gdone_recorded[*g] &&
+            (r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_gdone[*g])) != CKPT_OK)
+            return _CKPT_ERR(&ch->lg, r, "waiting for a gradient slot's copy back failed");
+        if ((r = ch->be.memset_async(ch->be.state, ch->gslot[*g], 0, ch->stages[stage].param_bytes, NULL)) != CKPT_OK)
+            return _CKPT_ERR(&ch->lg, r, "stage %d (%s): zeroing its gradient slot failed", stage, _ckpt_stage_name(ch, stage));
         return CKPT_OK;
     }
     if (ch->gslot_stage[*g] != stage && (r = _ckpt_grad_load(ch, *g, stage)) != CKPT_OK) return r;

@@ -224,8 +224,8 @@ int main(int argc, char **argv)
     for (int step = 0; step <= warmup; step++) {
         CHECK(randn(&ss.be, &data, b->x, nc, 0.0f, 1.0f, s));
         CHECK(teacher_forward(&ss.teacher, b, s));
-        if (ss.host_grads && !cfg.grads_overwrite) memset(ss.host_grads, 0, param_bytes);
-        else CHECK(CU(cudaMemsetAsync(m->grads, 0, param_bytes, s)));
+        if (!ss.host_grads) CHECK(CU(cudaMemsetAsync(m->grads, 0, param_bytes, s)));
+        else if (!cfg.grads_overwrite) memset(ss.host_grads, 0, param_bytes);
         g_tl.recording = step == warmup;
         g_tl.n = 0;
         CHECK(CU(cudaEventRecord(step0, s)));
