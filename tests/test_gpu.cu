@@ -24,9 +24,10 @@
      stage per step in backward order, and what it copies on its stream (host_grads when
      streamed) equals the step's final gradients; gradients bit-identical to store-all without
      them; streamed, stream_grads_overwrite over junk host_grads gives the gradients of zeroing
-     them before each step, with no host_grads load; a stage whose forward writes a call counter into its output, under optimal at its
-     smallest budget, fails the step with CKPT_ERR_RECOMPUTE_MISMATCH naming X[i] when the plan
-     runs its F twice, and passes when it runs once;
+     them before each step, with no host_grads load; a stage whose forward writes a call counter
+     into its output, under optimal at its smallest budget, fails the step with
+     CKPT_ERR_RECOMPUTE_MISMATCH naming X[i] when the plan runs its F twice, and passes when it
+     runs once;
    - graph mode (ckpt_chain_desc.graphs) on a stream of its own: random chains of dropout layers
      under store-all, optimal and offload (copies inside the graphs), 8 steps each against the
      same chain without graphs: gradients and outputs bit-identical after every step (replays
@@ -877,8 +878,7 @@ static ckpt_result feature_run(chain_case *c, const ckpt_plan_desc *pd, int stre
         int n_ops, k;
         const ckpt_op *ops = ckpt_plan_ops(ckpt_chain_get_plan(ch), &n_ops);
         *f_ops_bad = 0;
-        for (k = 0; k < n_ops; k++)
-            for (i = 0; i < c->n; i++) *f_ops_bad += c->layers[i].drift && ops[k].kind == CKPT_OP_F && ops[k].stage == i + 1;
+        for (k = 0; k < n_ops; k++) *f_ops_bad += ops[k].kind == CKPT_OP_F && c->layers[ops[k].stage - 1].drift;
     }
     for (step = 0; step < 2 && r == CKPT_OK; step++) {
         const void *out = NULL;

@@ -336,7 +336,8 @@ static ckpt_result run(chain_case *c, int streamed, int k, const ckpt_plan_desc 
         }
         if (streamed && r == CKPT_OK)
             CHECK(cs.grad_stores == (uint64_t)c->n && cs.grad_loads == (grads_overwrite ? 0 : (uint64_t)c->n),
-                  "%llu gradient copies back and %llu loads for %d stages", (unsigned long long)cs.grad_stores, (unsigned long long)cs.grad_loads, c->n);
+                  "%llu gradient copies back and %llu loads for %d stages", (unsigned long long)cs.grad_stores,
+                  (unsigned long long)cs.grad_loads, c->n);
     }
     ckpt_chain_destroy(ch);
     return r;
@@ -646,8 +647,8 @@ static void failed_backward(ckpt_backend *plain, ckpt_backend *engine) {
    one memset per streamed B op, each param_grads zero on entry; every policy, 1 to 3 lanes, the
    plain backend, the copy engine (lookahead 1 and 3) and a copy engine throttled to 200 kB/s
    (copies back queue up behind the B ops: a slot zeroed before its last copy back left would
-   show). After a failed callback, the stages
-   whose B op completed hold their gradients, the others their garbage. */
+   show). After a failed callback, the stages whose B op completed hold their gradients, the
+   others their garbage. */
 static void overwrite(ckpt_backend *plain, ckpt_backend *engine) {
     static float junk[MAXN][MAXW * MAXW + MAXW];
     const ckpt_policy policies[] = {CKPT_POLICY_STORE_ALL, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD};
@@ -668,9 +669,8 @@ static void overwrite(ckpt_backend *plain, ckpt_backend *engine) {
         for (pi = 0; pi < 3; pi++) {
             ckpt_plan_desc pd;
             memset(&pd, 0, sizeof pd);
-            pd.policy = CKPT_POLICY_STORE_ALL;
+            pd.policy = policies[pi];
             if (pi) {
-                pd.policy = policies[pi];
                 pd.budget = half_store_all(&c);
                 pd.bandwidth = 64;
             }

@@ -1,12 +1,12 @@
 # cmake -DPROG=mlp_cuda_emulated "-DARGS=--width;32;..." [-DSTREAM_ARGS=...] -P compare_stream.cmake
 #
 # Runs examples/mlp_cuda.cu (emulated) twice with ARGS, parameters on the device and with
-# --stream (and STREAM_ARGS, e.g. --grads-overwrite), and checks that both succeed and print the same losses (the first step's and every
-# row's final one). The example compares policies within one run only, so this is what checks
-# that streaming trains the same model: on the emulator the two must agree (the host SGD is the
-# same float expression as sgd_kernel, and the gradients are added once into zeroes), a stale
-# parameter load or a gradient not cleared between steps would not. Output and errors are echoed,
-# for the test's FAIL_REGULAR_EXPRESSION.
+# --stream (and STREAM_ARGS, e.g. --grads-overwrite), and checks that both succeed and print the
+# same losses (the first step's and every row's final one). The example compares policies within
+# one run only, so this is what checks that streaming trains the same model: on the emulator the
+# two must agree (the host SGD is the same float expression as sgd_kernel, and the gradients are
+# added once into zeroes), a stale parameter load or a gradient not cleared between steps would
+# not. Output and errors are echoed, for the test's FAIL_REGULAR_EXPRESSION.
 foreach(_mode device stream)
   set(_extra)
   if(_mode STREQUAL "stream")
