@@ -240,10 +240,13 @@
    host_grads load crosses the link (after a failed backward, host_grads of each stage whose B
    op completed holds its gradient alone, unless copying it back is what failed). The gradients
    are the same bits as loading zeroed host_grads (on an H200, examples/mlp_cuda's streamed
-   store-all step at 512 rows went from 12.8 to 8.7 ms: bench/RESULTS.md). Where this manual
-   says a step adds parameter gradients (measured and traced steps, a failed step), a streamed
-   stage's host_grads then get that step's gradients in place of what they held; a backend
-   without memset_async is refused (CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create).
+   store-all step at 512 rows went from 12.8 to 8.7 ms: bench/RESULTS.md). The CPU backend's
+   memset_async zeroes on the calling thread, so there the flag trades link time for compute
+   time: 0.69-0.75 of the step where the copy engine's link bounds it, 2-11% slower where
+   compute does (bench/offload_cpu_bench, bench/RESULTS.md). Where this manual says a step adds
+   parameter gradients (measured and traced steps, a failed step), a streamed stage's host_grads
+   then get that step's gradients in place of what they held; a backend without memset_async is
+   refused (CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create).
    ckpt_chain_desc.microbatches = k gives the chain k lanes: ckpt_forward_microbatches and
    ckpt_backward_microbatches run every op for microbatches 0..k-1 before the next op, each in
    its own copy of the arena (arena_bytes is k times one lane; plans and peaks are per lane),

@@ -11,7 +11,8 @@
           (or `cmake --build build/default --target offload_cpu_bench`)
    Run:   ./offload_cpu_bench [stages] [fwd_ms] [steps] [trace_prefix]      (defaults 12 2 3, none)
           trace_prefix: the streaming table also traces one step per lookahead and bandwidth
-          into trace_prefix_L<lookahead>_<GB/s>.json (Chrome trace JSON, STEP TIMELINE in ckpt.h)
+          into trace_prefix_L<lookahead>[e|o]_<GB/s>.json (Chrome trace JSON, STEP TIMELINE in
+          ckpt.h; e: stream_grads_early, o: stream_grads_overwrite)
 */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -93,14 +94,17 @@ static double lane_busy(const ckpt_trace *t, ckpt_trace_lane lane) {
    its stage's host_grads, loaded first), on the device-to-host stream every gradient store;
    bound = the largest of the two streams' times and the compute. Each step is timed from
    ckpt_forward to the end of ckpt_backward (the bench zeroes host_grads before, untimed). Rows
-   for stream_lookahead 1 (the default), 2 and 4, and for 2 and 4 with stream_grads_early = 1
-   (column early: host_grads are not touched between the two calls here). With trace_prefix, one
-   more step is traced (ckpt_chain_trace) and written to PREFIX_L<lookahead>[e]_<GB/s>.json (e:
-   early), and the step's makespan, each lane's busy time and compute's idle time are printed:
-   where the time goes. */
+   for stream_lookahead 1 (the default), 2 and 4, for 2 and 4 with stream_grads_early = 1
+   (column early: host_grads are not touched between the two calls here), and for 1 and 2 with
+   stream_grads_overwrite = 1 (column over: no host_grads loads; the bench's zeroing is then
+   not needed, but it runs as in the other rows). With trace_prefix, one more step is traced
+   (ckpt_chain_trace) and written to PREFIX_L<lookahead>[e|o]_<GB/s>.json (e: early, o:
+   overwrite), and the step's makespan, each lane's busy time and compute's idle time are
+   printed: where the time goes. */
 static void streaming(int n, int steps, const char *trace_prefix) {
     static const double gbps[] = {0.5, 1.0, 2.0, 4.0};
-    static const int looks[] = {1, 2, 4, 2, 4}, early[] = {0, 0, 0, 1, 1};
+    static const int looks[] = {1, 2, 4, 2, 4, 1, 2}, early[] = {0, 0, 0, 1, 1, 0, 0};
+    static const int over[] = {0, 0, 0, 0, 0, 1, 1};
     static ckpt_stage_desc st[MAXN];
     int i, bi, k, li;
     printf("\nparameter streaming: %d stages of %d MiB parameters each, %d microbatch(es)\n", n, (int)(P * 4 >> 20), 1);
@@ -112,8 +116,8 @@ static void streaming(int n, int steps, const char *trace_prefix) {
         st[i].fwd_time = f_ms; st[i].bwd_time = 2 * f_ms;
         st[i].host_params = params[i]; st[i].param_bytes = P * sizeof(float); st[i].host_grads = grads[i];
     }
-    printf("%5s %5s %8s %10s %10s %10s %10s %10s %8s %6s %6s %6s %12s %12s\n", "look", "early", "GB/s", "meas ms", "compute",
-           "h2d bound", "d2h bound", "bound", "x bound", "p-ld", "g-ld", "g-st", "device B", "params B");
+    printf("%5s %5s %5s %8s %10s %10s %10s %10s %10s %8s %6s %6s %6s %12s %12s\n", "look", "early", "over", "GB/s",
+           "meas ms", "compute", "h2d bound", "d2h bound", "bound", "x bound", "p-ld", "g-ld", "g-st", "device B", "params B");
     for (li = 0; li < (int)(sizeof looks / sizeof looks[0]); li++)
     for (bi = 0; bi < (int)(sizeof gbps / sizeof gbps[0]); bi++) {
         ckpt_backend be;
@@ -133,6 +137,7 @@ static void streaming(int n, int steps, const char *trace_prefix) {
         cd.stages = st; cd.n_stages = n; cd.input_bytes = sizeof x0; cd.backend = &be;
         cd.stream_lookahead = looks[li];
         cd.stream_grads_early = early[li];
+        cd.stream_grads_overwrite = over[li];
         if (ckpt_chain_create(&cd, &ch) != CKPT_OK) { printf("chain failed\n"); return; }
         memset(&pd, 0, sizeof pd);
         pd.policy = CKPT_POLICY_STORE_ALL;
@@ -153,8 +158,8 @@ static void streaming(int n, int steps, const char *trace_prefix) {
         d2h = gs * P * sizeof(float) / (gbps[bi] * 1e9) * 1e3;
         bound = compute > h2d ? compute : h2d;
         if (d2h > bound) bound = d2h;
-        printf("%5d %5d %8.2f %10.2f %10.2f %10.2f %10.2f %10.2f %8.3f %6.0f %6.0f %6.0f %12llu %12llu\n", looks[li], early[li], gbps[bi],
-               t[steps / 2], compute,
+        printf("%5d %5d %5d %8.2f %10.2f %10.2f %10.2f %10.2f %10.2f %8.3f %6.0f %6.0f %6.0f %12llu %12llu\n",
+               looks[li], early[li], over[li], gbps[bi], t[steps / 2], compute,
                h2d, d2h, bound, t[steps / 2] / bound, pl, gl, gs, (unsigned long long)(cs.slot_bytes + cs.arena_bytes),
                (unsigned long long)total);
         if (trace_prefix) {
@@ -170,7 +175,8 @@ static void streaming(int n, int steps, const char *trace_prefix) {
                 printf("               trace: makespan %.2f ms; busy: compute %.2f (idle %.2f), h2d %.2f, d2h %.2f ms\n", end, cb,
                        end - cb, lane_busy(&tr, CKPT_TRACE_H2D), lane_busy(&tr, CKPT_TRACE_D2H));
             }
-            snprintf(path, sizeof path, "%s_L%d%s_%g.json", trace_prefix, looks[li], early[li] ? "e" : "", gbps[bi]);
+            snprintf(path, sizeof path, "%s_L%d%s_%g.json", trace_prefix, looks[li],
+                     early[li] ? "e" : over[li] ? "o" : "", gbps[bi]);
             if (ckpt_trace_json(&tr, NULL, 0, &len) == CKPT_OK && (json = (char *)malloc(len + 1)) != NULL) {
                 ckpt_trace_json(&tr, json, len + 1, &len);
                 if ((f = fopen(path, "wb")) != NULL) { fwrite(json, 1, len, f); fclose(f); }
@@ -185,7 +191,7 @@ static void streaming(int n, int steps, const char *trace_prefix) {
     printf("h2d bound: the step's parameter loads (p-ld) and host_grads loads (g-ld) at that bandwidth;\n"
            "d2h bound: its gradient stores (g-st); bound: the largest of them and the compute;\n"
            "device B: slots + activation arena; look: ckpt_chain_desc.stream_lookahead (slots: look + 1 of each kind);\n"
-           "early: ckpt_chain_desc.stream_grads_early.\n");
+           "early: ckpt_chain_desc.stream_grads_early; over: ckpt_chain_desc.stream_grads_overwrite.\n");
 }
 
 /* Median step time in ms over `steps` steps after one warm-up; gradients into g (dx then dw). */
