@@ -241,9 +241,9 @@
    op completed holds its gradient alone, unless copying it back is what failed). The gradients
    are the same bits as loading zeroed host_grads (on an H200, examples/mlp_cuda's streamed
    store-all step at 512 rows went from 12.8 to 8.7 ms: bench/RESULTS.md). The CPU backend's
-   memset_async zeroes on the calling thread, so there the flag trades link time for compute
-   time: 0.69-0.75 of the step where the copy engine's link bounds it, 2-11% slower where
-   compute does (bench/offload_cpu_bench, bench/RESULTS.md). Where this manual says a step adds
+   memset_async zeroes on the calling thread: there the flag gave 0.69-0.75 of the step where
+   the copy engine's link bounds it, and was 2-11% slower where compute does
+   (bench/offload_cpu_bench, bench/RESULTS.md). Where this manual says a step adds
    parameter gradients (measured and traced steps, a failed step), a streamed stage's host_grads
    then get that step's gradients in place of what they held; a backend without memset_async is
    refused (CKPT_ERR_BAD_ARGUMENT at ckpt_chain_create).
