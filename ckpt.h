@@ -242,7 +242,7 @@
    are the same bits as loading zeroed host_grads (on an H200, examples/mlp_cuda's streamed
    store-all step at 512 rows went from 12.8 to 8.7 ms: bench/RESULTS.md). The CPU backend's
    memset_async zeroes on the calling thread: there the flag gave 0.69-0.75 of the step where
-   the copy engine's link bounds it, and was 2-11% slower where compute does
+   the copy engine's link bounds it, and was 1-6% slower where compute does
    (bench/offload_cpu_bench, bench/RESULTS.md). Where this manual says a step adds
    parameter gradients (measured and traced steps, a failed step), a streamed stage's host_grads
    then get that step's gradients in place of what they held; a backend without memset_async is
@@ -5940,27 +5940,34 @@ static ckpt_result _ckpt_stream_prefetch(ckpt_chain *ch, int k, int to) {
     return r;
 }
 
-/* Before a B op of a stage with host_grads: the gradient slot holding its host_grads (loaded now
-   unless prefetched); compute waits for the load. With grads_overwrite the slot is zeroed on
-   the compute stream instead, after its last copy back. */
+/* Before a B op of a stage with host_grads: the gradient slot it takes (*g), holding its
+   host_grads (loaded now unless prefetched); compute waits for the load. With grads_overwrite
+   only the slot: _ckpt_grad_zero zeroes it. */
 static ckpt_result _ckpt_grad_begin(ckpt_chain *ch, int stage, int *g) {
     ckpt_result r = CKPT_OK;
     *g = -1;
     if (!_ckpt_has_grads(ch, stage)) return CKPT_OK;
     *g = ch->next_g;
     ch->next_g = (ch->next_g + 1) % ch->n_slots;
-    if (ch->grads_overwrite) {
-        if (ch->async && ch->gdone_recorded[*g] &&
-            (r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_gdone[*g])) != CKPT_OK)
-            return _CKPT_ERR(&ch->lg, r, "waiting for a gradient slot's copy back failed");
-        if ((r = ch->be.memset_async(ch->be.state, ch->gslot[*g], 0, ch->stages[stage].param_bytes, NULL)) != CKPT_OK)
-            return _CKPT_ERR(&ch->lg, r, "stage %d (%s): zeroing its gradient slot failed", stage, _ckpt_stage_name(ch, stage));
-        return CKPT_OK;
-    }
+    if (ch->grads_overwrite) return CKPT_OK;
     if (ch->gslot_stage[*g] != stage && (r = _ckpt_grad_load(ch, *g, stage)) != CKPT_OK) return r;
     ch->gslot_stage[*g] = -1;
     if (ch->async && (r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_gload[*g])) != CKPT_OK)
         return _CKPT_ERR(&ch->lg, r, "waiting for a gradient load failed");
+    return CKPT_OK;
+}
+
+/* With grads_overwrite, gradient slot g (-1: none) is zeroed on the compute stream after its
+   last copy back. It runs after the prefetch of the next ops' loads: where the compute stream is
+   the host thread (the CPU backend), those loads then overlap the zeroing. */
+static ckpt_result _ckpt_grad_zero(ckpt_chain *ch, int stage, int g) {
+    ckpt_result r;
+    if (g < 0 || !ch->grads_overwrite) return CKPT_OK;
+    if (ch->async && ch->gdone_recorded[g] &&
+        (r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_gdone[g])) != CKPT_OK)
+        return _CKPT_ERR(&ch->lg, r, "waiting for a gradient slot's copy back failed");
+    if ((r = ch->be.memset_async(ch->be.state, ch->gslot[g], 0, ch->stages[stage].param_bytes, NULL)) != CKPT_OK)
+        return _CKPT_ERR(&ch->lg, r, "stage %d (%s): zeroing its gradient slot failed", stage, _ckpt_stage_name(ch, stage));
     return CKPT_OK;
 }
 
@@ -6017,6 +6024,7 @@ static ckpt_result _ckpt_run_compute_op(ckpt_chain *ch, int k, int to, const voi
         if (slot >= 0) params = ch->pslot[slot];
         if (r == CKPT_OK && op->kind == CKPT_OP_B) r = _ckpt_grad_begin(ch, stage, &g);
         if (r == CKPT_OK) r = _ckpt_stream_prefetch(ch, k, to);
+        if (r == CKPT_OK) r = _ckpt_grad_zero(ch, stage, g);
     }
     for (m = 0; m < ch->lanes && r == CKPT_OK; m++)
         r = op->kind == CKPT_OP_F ? _ckpt_run_forward_op(ch, op, &ch->an.instr[k], m, params)
