@@ -5971,7 +5971,7 @@ static ckpt_result _ckpt_grad_zero(ckpt_chain *ch, int stage, int g) {
     return CKPT_OK;
 }
 
-/* After it: the slot goes straight back into host_grads on the device-to-host stream. */
+/* After the B op: the slot goes straight back into host_grads on the device-to-host stream. */
 static ckpt_result _ckpt_grad_end(ckpt_chain *ch, int stage, int g) {
     const ckpt_backend *be = &ch->be;
     void *stream = ch->async ? be->copy_stream(be->state, CKPT_COPY_DEVICE_TO_HOST) : NULL;
