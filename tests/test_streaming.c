@@ -648,7 +648,7 @@ static void failed_backward(ckpt_backend *plain, ckpt_backend *engine) {
    plain backend, the copy engine (lookahead 1 and 3) and a copy engine throttled to 200 kB/s
    (copies back queue up behind the B ops: a slot zeroed before its last copy back left would
    show). After a failed callback, the stages whose B op completed hold their gradients, the
-   others their garbage. */
+   others their garbage; after a failed copy or memset, each stage one or the other. */
 static void overwrite(ckpt_backend *plain, ckpt_backend *engine) {
     static float junk[MAXN][MAXW * MAXW + MAXW];
     const ckpt_policy policies[] = {CKPT_POLICY_STORE_ALL, CKPT_POLICY_OPTIMAL, CKPT_POLICY_OFFLOAD};
@@ -712,6 +712,31 @@ static void overwrite(ckpt_backend *plain, ckpt_backend *engine) {
                 CHECK(memcmp(got.grads[i], i > f ? ref.grads[i] : junk[i], nb) == 0,
                       "overwrite case %d, stage %d failed: stage %d's host_grads should be %s", ci, f, i,
                       i > f ? "its gradient" : "unchanged");
+            }
+            /* the nth copy or memset fails, for every n until none does: each stage's host_grads
+               its gradient or the junk */
+            for (bi = 0; bi < 2; bi++) {
+                ckpt_backend *be = bi ? engine : plain;
+                int nth, failed = 0;
+                for (nth = 1; nth < 8 * MAXN; nth++) {
+                    ckpt_result r;
+                    ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_COPY, nth);
+                    init_grads = junk; grads_overwrite = 1;
+                    r = run(&c, 1, 1, &pd, be, &got);
+                    init_grads = NULL; grads_overwrite = 0;
+                    ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_COPY, 0);
+                    CHECK(r == CKPT_OK || r == CKPT_ERR_BACKEND, "overwrite copy fault %d: %s", nth, ckpt_result_string(r));
+                    for (i = 0; i < c.n; i++) {
+                        size_t nb = sizeof(float) * (size_t)(c.layers[i].win * c.layers[i].wout + c.layers[i].wout);
+                        CHECK(memcmp(got.grads[i], ref.grads[i], nb) == 0 || (r != CKPT_OK && memcmp(got.grads[i], junk[i], nb) == 0),
+                              "overwrite case %d (%s), copy fault %d (%s): stage %d's host_grads is neither its gradient "
+                              "nor the junk", ci, bi ? "copy engine" : "plain", nth, ckpt_result_string(r), i);
+                    }
+                    if (r == CKPT_OK) break;
+                    failed++;
+                }
+                CHECK(failed >= 2 * c.n, "overwrite case %d (%s): %d failed runs for %d stages", ci,
+                      bi ? "copy engine" : "plain", failed, c.n);
             }
         }
     }
