@@ -5923,8 +5923,9 @@ static int _ckpt_has_grads(const ckpt_chain *ch, int stage) {
    its stage's parameters start loading into a parameter slot (the forward's last ops load for
    the backward's first: a step's two sweeps use the same parameters), and for a B op with
    host_grads before `to` (the end of the running sweep: the host may change host_grads between
-   the sweeps, unless grads_early) those into the gradient slot it will take, so that the loads
-   overlap op k and the host-to-device stream runs them in the order they are needed. */
+   the sweeps, unless grads_early; never with grads_overwrite) those into the gradient slot it
+   will take, so that the loads overlap op k and the host-to-device stream runs them in the
+   order they are needed. */
 static ckpt_result _ckpt_stream_prefetch(ckpt_chain *ch, int k, int to) {
     ckpt_result r = CKPT_OK;
     int j = k, a, c = 0;
@@ -5958,8 +5959,8 @@ static ckpt_result _ckpt_grad_begin(ckpt_chain *ch, int stage, int *g) {
 }
 
 /* With grads_overwrite, gradient slot g (-1: none) is zeroed on the compute stream after its
-   last copy back. It runs after the prefetch of the next ops' loads: where the compute stream is
-   the host thread (the CPU backend), those loads then overlap the zeroing. */
+   last copy back. It runs after the prefetch of the next ops' loads: where waiting and zeroing
+   block the host thread (the CPU backend's copy engine), those loads then overlap them. */
 static ckpt_result _ckpt_grad_zero(ckpt_chain *ch, int stage, int g) {
     ckpt_result r;
     if (g < 0 || !ch->grads_overwrite) return CKPT_OK;

@@ -714,12 +714,14 @@ static void overwrite(ckpt_backend *plain, ckpt_backend *engine) {
                       i > f ? "its gradient" : "unchanged");
             }
             /* the nth copy or memset fails, for every n until none does: each stage's host_grads
-               its gradient or the junk */
+               its gradient or the junk; on the plain backend, where a failure stops the step at
+               once, the gradients exactly in the stages whose B ran (those above some stage) */
             for (bi = 0; bi < 2; bi++) {
                 ckpt_backend *be = bi ? engine : plain;
                 int nth, failed = 0;
+                ckpt_result r = CKPT_OK;
                 for (nth = 1; nth < 8 * MAXN; nth++) {
-                    ckpt_result r;
+                    int above = 0;      /* a stage below holds its gradient */
                     ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_COPY, nth);
                     init_grads = junk; grads_overwrite = 1;
                     r = run(&c, 1, 1, &pd, be, &got);
@@ -728,15 +730,19 @@ static void overwrite(ckpt_backend *plain, ckpt_backend *engine) {
                     CHECK(r == CKPT_OK || r == CKPT_ERR_BACKEND, "overwrite copy fault %d: %s", nth, ckpt_result_string(r));
                     for (i = 0; i < c.n; i++) {
                         size_t nb = sizeof(float) * (size_t)(c.layers[i].win * c.layers[i].wout + c.layers[i].wout);
-                        CHECK(memcmp(got.grads[i], ref.grads[i], nb) == 0 || (r != CKPT_OK && memcmp(got.grads[i], junk[i], nb) == 0),
+                        int grad = memcmp(got.grads[i], ref.grads[i], nb) == 0;
+                        CHECK(grad || (r != CKPT_OK && memcmp(got.grads[i], junk[i], nb) == 0),
                               "overwrite case %d (%s), copy fault %d (%s): stage %d's host_grads is neither its gradient "
                               "nor the junk", ci, bi ? "copy engine" : "plain", nth, ckpt_result_string(r), i);
+                        CHECK(bi || grad || !above, "overwrite case %d (plain), copy fault %d: stage %d holds the junk "
+                              "above a stage with its gradient", ci, nth, i);
+                        above |= grad;
                     }
                     if (r == CKPT_OK) break;
                     failed++;
                 }
-                CHECK(failed >= 2 * c.n, "overwrite case %d (%s): %d failed runs for %d stages", ci,
-                      bi ? "copy engine" : "plain", failed, c.n);
+                CHECK(r == CKPT_OK && failed >= 2 * c.n, "overwrite case %d (%s): %d failed runs for %d stages, then %s",
+                      ci, bi ? "copy engine" : "plain", failed, c.n, ckpt_result_string(r));
             }
         }
     }
