@@ -592,6 +592,39 @@ static void host_grads_path(ckpt_backend *plain, ckpt_backend *engine) {
     }
 }
 
+/* The nth copy or memset of a streamed step (1 lane, init_grads and grads_overwrite as the
+   caller set them) fails, for every n until none does. ref: the step's host_grads without a
+   fault; old: what they held before. Each stage's host_grads is ref's or old; on the plain
+   backend, where a failure stops the step at once, ref's exactly in the stages whose B ran (those
+   above some stage); the last run succeeds, after at least two failed runs per stage. */
+static void copy_faults(chain_case *c, const ckpt_plan_desc *pd, ckpt_backend *be, int plain, const result *ref,
+                        float (*old)[MAXW * MAXW + MAXW], const char *what, int ci) {
+    static result got;
+    int nth, failed = 0, i;
+    ckpt_result r = CKPT_OK;
+    for (nth = 1; nth < 8 * MAXN; nth++) {
+        int above = 0;      /* a stage below holds ref's */
+        ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_COPY, nth);
+        r = run(c, 1, 1, pd, be, &got);
+        ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_COPY, 0);
+        CHECK(r == CKPT_OK || r == CKPT_ERR_BACKEND, "%s copy fault %d: %s", what, nth, ckpt_result_string(r));
+        for (i = 0; i < c->n; i++) {
+            size_t nb = sizeof(float) * (size_t)(c->layers[i].win * c->layers[i].wout + c->layers[i].wout);
+            int done = memcmp(got.grads[i], ref->grads[i], nb) == 0;
+            CHECK(done || (r != CKPT_OK && memcmp(got.grads[i], old[i], nb) == 0),
+                  "%s case %d (%s), copy fault %d (%s): stage %d's host_grads is neither old nor the step's", what, ci,
+                  plain ? "plain" : "copy engine", nth, ckpt_result_string(r), i);
+            CHECK(!plain || done || !above, "%s case %d (plain), copy fault %d: stage %d holds the old host_grads above a "
+                  "stage with the step's", what, ci, nth, i);
+            above |= done;
+        }
+        if (r == CKPT_OK) break;
+        failed++;
+    }
+    CHECK(r == CKPT_OK && failed >= 2 * c->n, "%s case %d (%s): %d failed runs for %d stages, then %s", what, ci,
+          plain ? "plain" : "copy engine", failed, c->n, ckpt_result_string(r));
+}
+
 /* After a failed backward each stage's host_grads is whole: its old value, or old + gradient. */
 static void failed_backward(ckpt_backend *plain, ckpt_backend *engine) {
     static float init[MAXN][MAXW * MAXW + MAXW];
@@ -609,7 +642,7 @@ static void failed_backward(ckpt_backend *plain, ckpt_backend *engine) {
         if (run(&c, 0, 1, &pd, plain, &ref) != CKPT_OK) { init_grads = NULL; continue; }
         for (bi = 0; bi < 2; bi++) {
             ckpt_backend *be = bi ? engine : plain;
-            int f, nth;
+            int f;
             /* a callback fails: the stages after it (B runs n..1) are done, it and those before are not */
             for (f = 0; f < c.n; f++) {
                 fail_stage = f;
@@ -623,20 +656,7 @@ static void failed_backward(ckpt_backend *plain, ckpt_backend *engine) {
                 }
             }
             /* any copy fails: each stage whole, one way or the other */
-            for (nth = 1; nth < 8 * MAXN; nth++) {
-                ckpt_result r;
-                ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_COPY, nth);
-                r = run(&c, 1, 1, &pd, be, &got);
-                ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_COPY, 0);
-                CHECK(r == CKPT_OK || r == CKPT_ERR_BACKEND, "copy fault %d: %s", nth, ckpt_result_string(r));
-                for (i = 0; i < c.n; i++) {
-                    size_t nb = sizeof(float) * (size_t)(c.layers[i].win * c.layers[i].wout + c.layers[i].wout);
-                    CHECK(memcmp(got.grads[i], ref.grads[i], nb) == 0 || (r != CKPT_OK && memcmp(got.grads[i], init[i], nb) == 0),
-                          "case %d (%s), copy fault %d (%s): stage %d's host_grads is neither old nor old + gradient",
-                          ci, bi ? "copy engine" : "plain", nth, ckpt_result_string(r), i);
-                }
-                if (r == CKPT_OK) break;
-            }
+            copy_faults(&c, &pd, be, !bi, &ref, init, "added", ci);
         }
         init_grads = NULL;
     }
@@ -713,37 +733,11 @@ static void overwrite(ckpt_backend *plain, ckpt_backend *engine) {
                       "overwrite case %d, stage %d failed: stage %d's host_grads should be %s", ci, f, i,
                       i > f ? "its gradient" : "unchanged");
             }
-            /* the nth copy or memset fails, for every n until none does: each stage's host_grads
-               its gradient or the junk; on the plain backend, where a failure stops the step at
-               once, the gradients exactly in the stages whose B ran (those above some stage) */
-            for (bi = 0; bi < 2; bi++) {
-                ckpt_backend *be = bi ? engine : plain;
-                int nth, failed = 0;
-                ckpt_result r = CKPT_OK;
-                for (nth = 1; nth < 8 * MAXN; nth++) {
-                    int above = 0;      /* a stage below holds its gradient */
-                    ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_COPY, nth);
-                    init_grads = junk; grads_overwrite = 1;
-                    r = run(&c, 1, 1, &pd, be, &got);
-                    init_grads = NULL; grads_overwrite = 0;
-                    ckpt_cpu_inject_fault(be, CKPT_CPU_FAULT_COPY, 0);
-                    CHECK(r == CKPT_OK || r == CKPT_ERR_BACKEND, "overwrite copy fault %d: %s", nth, ckpt_result_string(r));
-                    for (i = 0; i < c.n; i++) {
-                        size_t nb = sizeof(float) * (size_t)(c.layers[i].win * c.layers[i].wout + c.layers[i].wout);
-                        int grad = memcmp(got.grads[i], ref.grads[i], nb) == 0;
-                        CHECK(grad || (r != CKPT_OK && memcmp(got.grads[i], junk[i], nb) == 0),
-                              "overwrite case %d (%s), copy fault %d (%s): stage %d's host_grads is neither its gradient "
-                              "nor the junk", ci, bi ? "copy engine" : "plain", nth, ckpt_result_string(r), i);
-                        CHECK(bi || grad || !above, "overwrite case %d (plain), copy fault %d: stage %d holds the junk "
-                              "above a stage with its gradient", ci, nth, i);
-                        above |= grad;
-                    }
-                    if (r == CKPT_OK) break;
-                    failed++;
-                }
-                CHECK(r == CKPT_OK && failed >= 2 * c.n, "overwrite case %d (%s): %d failed runs for %d stages, then %s",
-                      ci, bi ? "copy engine" : "plain", failed, c.n, ckpt_result_string(r));
-            }
+            /* the nth copy or memset fails: each stage its gradient or the junk */
+            init_grads = junk; grads_overwrite = 1;
+            copy_faults(&c, &pd, plain, 1, &ref, junk, "overwrite", ci);
+            copy_faults(&c, &pd, engine, 0, &ref, junk, "overwrite", ci);
+            init_grads = NULL; grads_overwrite = 0;
         }
     }
     ckpt_cpu_backend_destroy(&slow);
