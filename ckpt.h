@@ -5941,11 +5941,10 @@ static ckpt_result _ckpt_stream_prefetch(ckpt_chain *ch, int k, int to) {
     return r;
 }
 
-/* Before a B op of a stage with host_grads: the gradient slot it takes (*g), holding its
-   host_grads (loaded now unless prefetched); compute waits for the load. With grads_overwrite
-   only the slot: _ckpt_grad_zero zeroes it. */
+/* Before a B op of a stage with host_grads: the gradient slot it takes (*g), into which its
+   host_grads start loading unless prefetched (never with grads_overwrite). */
 static ckpt_result _ckpt_grad_begin(ckpt_chain *ch, int stage, int *g) {
-    ckpt_result r = CKPT_OK;
+    ckpt_result r;
     *g = -1;
     if (!_ckpt_has_grads(ch, stage)) return CKPT_OK;
     *g = ch->next_g;
@@ -5953,17 +5952,20 @@ static ckpt_result _ckpt_grad_begin(ckpt_chain *ch, int stage, int *g) {
     if (ch->grads_overwrite) return CKPT_OK;
     if (ch->gslot_stage[*g] != stage && (r = _ckpt_grad_load(ch, *g, stage)) != CKPT_OK) return r;
     ch->gslot_stage[*g] = -1;
-    if (ch->async && (r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_gload[*g])) != CKPT_OK)
-        return _CKPT_ERR(&ch->lg, r, "waiting for a gradient load failed");
     return CKPT_OK;
 }
 
-/* With grads_overwrite, gradient slot g (-1: none) is zeroed on the compute stream after its
-   last copy back. It runs after the prefetch of the next ops' loads: where waiting and zeroing
-   block the host thread (the CPU backend's copy engine), those loads then overlap them. */
-static ckpt_result _ckpt_grad_zero(ckpt_chain *ch, int stage, int g) {
+/* Then compute waits for gradient slot g's load (-1: none), or with grads_overwrite for its last
+   copy back, and zeroes it. This runs after the prefetch of the next ops' loads: where waiting
+   and zeroing block the host thread (the CPU backend's copy engine), those loads are queued. */
+static ckpt_result _ckpt_grad_wait(ckpt_chain *ch, int stage, int g) {
     ckpt_result r;
-    if (g < 0 || !ch->grads_overwrite) return CKPT_OK;
+    if (g < 0) return CKPT_OK;
+    if (!ch->grads_overwrite) {
+        if (ch->async && (r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_gload[g])) != CKPT_OK)
+            return _CKPT_ERR(&ch->lg, r, "waiting for a gradient load failed");
+        return CKPT_OK;
+    }
     if (ch->async && ch->gdone_recorded[g] &&
         (r = ch->be.stream_wait_event(ch->be.state, NULL, ch->ev_gdone[g])) != CKPT_OK)
         return _CKPT_ERR(&ch->lg, r, "waiting for a gradient slot's copy back failed");
@@ -6025,7 +6027,7 @@ static ckpt_result _ckpt_run_compute_op(ckpt_chain *ch, int k, int to, const voi
         if (slot >= 0) params = ch->pslot[slot];
         if (r == CKPT_OK && op->kind == CKPT_OP_B) r = _ckpt_grad_begin(ch, stage, &g);
         if (r == CKPT_OK) r = _ckpt_stream_prefetch(ch, k, to);
-        if (r == CKPT_OK) r = _ckpt_grad_zero(ch, stage, g);
+        if (r == CKPT_OK) r = _ckpt_grad_wait(ch, stage, g);
     }
     for (m = 0; m < ch->lanes && r == CKPT_OK; m++)
         r = op->kind == CKPT_OP_F ? _ckpt_run_forward_op(ch, op, &ch->an.instr[k], m, params)
