@@ -1026,7 +1026,8 @@ typedef enum ckpt_guarantee {
 typedef struct ckpt_plan_info {
     ckpt_policy policy;     /* CKPT_POLICY_CUSTOM for a schedule given to ckpt_chain_set_schedule */
     uint64_t budget;        /* the budget planned for; for "no limit", the larger of store-all's
-                               peak and this plan's (0 only when every size is 0) */
+                               peak and this plan's (0 only when every size is 0); for a custom
+                               schedule its arena (so are fit_budget and min_budget) */
     double time;            /* predicted time of one step: the sum of f and b of the ops, or with
                                offload the makespan of compute and copies */
     uint64_t peak;          /* predicted peak bytes (sizes rounded up to CKPT_ALIGN: COST MODEL) */
@@ -1081,7 +1082,8 @@ typedef struct ckpt_sim {
 } ckpt_sim;
 
 /* The same with the link of the OFFLOAD cost model: bandwidth d2h and h2d in bytes per unit of
-   time (h2d 0: as d2h). CKPT_ERR_BAD_ARGUMENT when d2h is not positive and finite. */
+   time (h2d 0: as d2h). CKPT_ERR_BAD_ARGUMENT when d2h is not positive and finite, or when a
+   bandwidth is so small that the makespan overflows a double. */
 CKPT_API ckpt_result ckpt_schedule_simulate_offload(const ckpt_cost *costs, int n, const ckpt_op *ops, int n_ops,
                                                     double bandwidth_d2h, double bandwidth_h2d, ckpt_sim *out,
                                                     int *bad_op);
@@ -1200,8 +1202,9 @@ CKPT_API ckpt_result ckpt_chain_plan(ckpt_chain *chain, const ckpt_plan_desc *de
    without allocating store-all. The same errors (CKPT_ERR_OUT_OF_ORDER while a forward is
    pending), except those of the backend's allocations. */
 CKPT_API ckpt_result ckpt_chain_plan_dry(const ckpt_chain *chain, const ckpt_plan_desc *desc, ckpt_plan_info *info);
-/* Like ckpt_chain_plan, with a schedule of your own (validated by the cost model). It always
-   frees the old arena first: a failed allocation leaves no plan. */
+/* Like ckpt_chain_plan, with a schedule of your own (validated by the cost model); info gets
+   what a plan's info has, with policy CKPT_POLICY_CUSTOM and budget, fit_budget and min_budget
+   equal to its arena. It always frees the old arena first: a failed allocation leaves no plan. */
 CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *chain, const ckpt_op *ops, int n_ops,
                                              ckpt_plan_info *info);
 
@@ -1364,17 +1367,20 @@ CKPT_API ckpt_result ckpt_chain_trace(ckpt_chain *chain, const void *input, cons
    ms_per_unit (> 0) turns into ms. names (n entries, or NULL: "stage <i>") are copied. One lane,
    no streaming copies (the cost model has none). Errors: those of
    ckpt_schedule_simulate_offload, CKPT_ERR_NULL_ARGUMENT (out NULL), CKPT_ERR_BAD_ARGUMENT
-   (ms_per_unit or a bandwidth out of range); *out is then zeroed. */
+   (ms_per_unit or a bandwidth out of range, or so large or small that a time in ms would not be
+   finite); *out is then zeroed. */
 CKPT_API ckpt_result ckpt_trace_predict(const ckpt_cost *costs, int n, const ckpt_op *ops, int n_ops,
                                         double bandwidth_d2h, double bandwidth_h2d, double ms_per_unit,
                                         const char *const *names, ckpt_trace *out);
 /* The trace as Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev): one "X" event per
    trace event, ts and dur in microseconds with three decimals (a decimal point whatever
-   LC_NUMERIC says); pid 1 for a measured trace, 2 for a predicted one (so
-   the two files' traceEvents can be joined); tid 0 "compute", 1 "host-to-device", 2
-   "device-to-host". Writes at most size bytes (NUL included) into buf (may be NULL with size
-   0), like snprintf, and the full length without the NUL into *length: call with size 0 to
-   size the buffer. CKPT_ERR_NULL_ARGUMENT (trace or length NULL, or buf NULL with size > 0). */
+   LC_NUMERIC says; from 9e12 ms on, whole ms and "e3"); pid 1 for a measured trace, 2 for a
+   predicted one (so the two files' traceEvents can be joined); tid 0 "compute", 1
+   "host-to-device", 2 "device-to-host". Writes at most size bytes (NUL included) into buf (may
+   be NULL with size 0), like snprintf, and the full length without the NUL into *length: call
+   with size 0 to size the buffer. CKPT_ERR_NULL_ARGUMENT (trace or length NULL, or buf NULL with size > 0),
+   CKPT_ERR_BAD_ARGUMENT (an event's start_ms, end_ms or their difference not finite: JSON has
+   no infinity). */
 CKPT_API ckpt_result ckpt_trace_json(const ckpt_trace *trace, char *buf, size_t size, size_t *length);
 /* Frees what a trace holds and zeroes it. NULL, or a zeroed trace, is a no-op. */
 CKPT_API void ckpt_trace_free(ckpt_trace *trace);
@@ -2138,6 +2144,7 @@ CKPT_API ckpt_result ckpt_schedule_simulate_offload(const ckpt_cost *costs, int 
     link.h2d = bandwidth_h2d > 0 ? bandwidth_h2d : bandwidth_d2h;
     r = _ckpt_simulate(costs, n, ops, n_ops, &link, 0, NULL, &an, bad_op);
     if (r != CKPT_OK) return r;
+    if (!(an.time < DBL_MAX)) return CKPT_ERR_BAD_ARGUMENT;     /* a copy's bytes / bandwidth overflowed */
     if (out) {
         out->time = an.time; out->compute_time = an.compute_time;
         out->peak = an.peak; out->host_peak = an.host_peak;
@@ -5057,7 +5064,7 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
     for (i = 0; i < n_ops; i++)   /* what runs: F without tape in the scratch option */
         if (ops[i].kind == CKPT_OP_F && !ops[i].tape) plan->ops[i].option = _ckpt_scratch_option(&ch->costs[ops[i].stage - 1]);
     plan->info.policy = CKPT_POLICY_CUSTOM;
-    plan->info.time = t; plan->info.peak = p; plan->info.budget = p; plan->info.min_budget = p;
+    plan->info.time = t; plan->info.peak = p;
     plan->info.compute_time = t;
     plan->info.n_ops = n_ops; plan->info.unit = 1;
     for (i = 0; i < n_ops; i++) plan->info.n_recomputed += ops[i].kind == CKPT_OP_F;
@@ -5065,6 +5072,19 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
     if ((r = _ckpt_plan_size(ch, &ch->lg, plan, &an, &arena_bytes, &pool_bytes)) != CKPT_OK) {
         ckpt_plan_destroy(plan);
         return r;
+    }
+    {   /* the figures a planned schedule's info has; its budgets are the arena it needs */
+        _ckpt_sched sa = {NULL, 0, 0};
+        plan->info.arena = plan->info.budget = plan->info.fit_budget = plan->info.min_budget = arena_bytes;
+        plan->info.host_peak = an.host_peak; plan->info.n_offloaded = an.n_offloads;
+        if ((r = _ckpt_every_k_sched(&ch->al, ch->costs, ch->n, ch->n, &sa)) == CKPT_OK)
+            r = _ckpt_sched_eval_into(&ch->al, ch->costs, ch->n, &sa, &plan->info.store_all_time, &plan->info.store_all_peak);
+        _ckpt_free(&ch->al, sa.ops);
+        if (r != CKPT_OK) {
+            _ckpt_analysis_free(&ch->al, &an);
+            ckpt_plan_destroy(plan);
+            return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: out of host memory");
+        }
     }
     return _ckpt_chain_install(ch, &ch->lg, plan, &an, arena_bytes, pool_bytes, 0, info);
 }
@@ -5498,6 +5518,7 @@ CKPT_API ckpt_result ckpt_trace_predict(const ckpt_cost *costs, int n, const ckp
         e->bytes = op->kind == CKPT_OP_O ? an.hbufs[an.instr[k].out].bytes : op->kind == CKPT_OP_P ? an.hbufs[an.instr[k].in].bytes : 0;
         e->start_ms = span[2 * k] * ms_per_unit;
         e->end_ms = span[2 * k + 1] * ms_per_unit;
+        if (!(e->end_ms < DBL_MAX)) r = CKPT_ERR_BAD_ARGUMENT;     /* (start <= end) */
     }
     if (have_an) _ckpt_analysis_free(NULL, &an);
     if (r == CKPT_OK) {
@@ -5533,11 +5554,14 @@ static void _ckpt_out_json_chars(_ckpt_out *o, const char *s) {
     }
 }
 
-/* ms as microseconds with three decimals, written digit by digit: "%.3f" would follow the
-   caller's LC_NUMERIC (a decimal comma in some locales: not JSON). */
+/* ms (finite) as microseconds with three decimals, written digit by digit: "%.3f" would follow
+   the caller's LC_NUMERIC (a decimal comma in some locales: not JSON). From 9e12 ms on, beyond a
+   long long of ns, whole ms times 1e3 ("%.0f" prints no decimal point). */
 static void _ckpt_out_us(_ckpt_out *o, double ms) {
     double ns = ms * 1e6;
-    long long v = (long long)(ns < 0 ? ns - 0.5 : ns + 0.5);
+    long long v;
+    if (!(ns > -9e18 && ns < 9e18)) { _ckpt_outf(o, "%.0fe3", ms); return; }
+    v = (long long)(ns < 0 ? ns - 0.5 : ns + 0.5);
     _ckpt_outf(o, "%s%lld.%03lld", v < 0 ? "-" : "", (v < 0 ? -v : v) / 1000, (v < 0 ? -v : v) % 1000);
 }
 
@@ -5547,6 +5571,11 @@ CKPT_API ckpt_result ckpt_trace_json(const ckpt_trace *t, char *buf, size_t size
     _ckpt_out o;
     int i, pid;
     if (!t || !length || (!buf && size)) return CKPT_ERR_NULL_ARGUMENT;
+    for (i = 0; i < t->n_events; i++) {
+        double a = t->events[i].start_ms, b = t->events[i].end_ms, d = b - a;
+        if (!(a >= -DBL_MAX && a <= DBL_MAX && b >= -DBL_MAX && b <= DBL_MAX && d >= -DBL_MAX && d <= DBL_MAX))
+            return CKPT_ERR_BAD_ARGUMENT;
+    }
     o.buf = buf; o.size = size; o.len = 0;
     pid = t->predicted ? 2 : 1;
     _ckpt_outf(&o, "{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"

@@ -282,6 +282,16 @@ static void allocator_and_desc(void) {
         ckpt_plan_info before_info = info, after;
         memcpy(copy, ops, (size_t)n_ops * sizeof *ops);
         CHECK(ckpt_chain_set_schedule(ch, copy, n_ops, &info) == CKPT_OK, "set_schedule");
+        /* the figures the planned schedule's info had; the budgets are its arena */
+        CHECK(info.policy == CKPT_POLICY_CUSTOM && info.time == before_info.time && info.peak == before_info.peak &&
+              info.arena == before_info.arena && info.arena >= info.peak && info.budget == info.arena &&
+              info.fit_budget == info.arena && info.min_budget == info.arena &&
+              info.store_all_time == before_info.store_all_time && info.store_all_peak == before_info.store_all_peak &&
+              info.n_ops == before_info.n_ops && info.n_recomputed == before_info.n_recomputed &&
+              info.host_peak == 0 && info.n_offloaded == 0,
+              "set_schedule's info: arena %llu (planned %llu), budget %llu, store-all peak %llu (planned %llu)",
+              (unsigned long long)info.arena, (unsigned long long)before_info.arena, (unsigned long long)info.budget,
+              (unsigned long long)info.store_all_peak, (unsigned long long)before_info.store_all_peak);
         CHECK(default_allocs == before, "%ld allocations bypassed the desc allocator", default_allocs - before);
         /* failed replan: info untouched */
         after = before_info;

@@ -82,13 +82,26 @@ static float x0[W], gy[W], gx[W];
 static ckpt_result hand_step(ckpt_backend *be, const ckpt_op *ops, int n_ops, float *g) {
     ckpt_chain_desc cd;
     ckpt_chain *ch = NULL;
+    ckpt_plan_info info;
+    ckpt_chain_stats stats;
     const void *out;
     ckpt_result r;
     memset(&cd, 0, sizeof cd);
     cd.stages = st; cd.n_stages = 3; cd.input_bytes = sizeof x0; cd.backend = be;
     if ((r = ckpt_chain_create(&cd, &ch)) != CKPT_OK) return r;
     memset(dw, 0, sizeof dw);
-    r = ckpt_chain_set_schedule(ch, ops, n_ops, NULL);
+    memset(&stats, 0, sizeof stats);
+    r = ckpt_chain_set_schedule(ch, ops, n_ops, &info);
+    if (r == CKPT_OK) {     /* its info has the figures the chain allocated */
+        int k, n_o = 0;
+        for (k = 0; k < n_ops; k++) n_o += ops[k].kind == CKPT_OP_O;
+        CHECK(ckpt_chain_get_stats(ch, &stats) == CKPT_OK && info.arena == stats.arena_bytes && info.arena >= info.peak &&
+              info.budget == info.arena && info.host_peak == stats.planned_host_peak && info.n_offloaded == n_o &&
+              (n_o == 0 || info.host_peak > 0),
+              "set_schedule's info: arena %llu (allocated %llu), host peak %llu (planned %llu), %d offloads of %d",
+              (unsigned long long)info.arena, (unsigned long long)stats.arena_bytes, (unsigned long long)info.host_peak,
+              (unsigned long long)stats.planned_host_peak, info.n_offloaded, n_o);
+    }
     if (r == CKPT_OK) r = ckpt_forward(ch, x0, &out);
     if (r == CKPT_OK) r = ckpt_backward(ch, gy, gx);
     memcpy(g, gx, sizeof gx);

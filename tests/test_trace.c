@@ -539,6 +539,21 @@ static void test_predict_errors(void) {
     CHECK(ckpt_trace_predict(c, 2, ops, 4, 0, 0, 1, NULL, &t) == CKPT_OK && t.n_events == 4 &&
           strcmp(t.names[1], "stage 1") == 0 && t.events[3].end_ms == 6.0, "predict: default names and times");
     ckpt_trace_free(&t);
+    /* times that are finite in the stages' unit but not in ms */
+    CHECK(ckpt_trace_predict(c, 2, ops, 4, 0, 0, DBL_MAX / 4, NULL, &t) == CKPT_ERR_BAD_ARGUMENT && t.events == NULL,
+          "predict: ms_per_unit that overflows the times");
+    {   /* a link so slow that a copy's time overflows */
+        ckpt_op oo[6] = { { CKPT_OP_F, 1, 1, 0 }, { CKPT_OP_O, 1, 0, 0 }, { CKPT_OP_F, 2, 1, 0 },
+                          { CKPT_OP_P, 1, 0, 0 }, { CKPT_OP_B, 2, 0, 0 }, { CKPT_OP_B, 1, 0, 0 } };
+        ckpt_sim sim;
+        c[0].a = c[1].a = 1024;
+        CHECK(ckpt_schedule_simulate_offload(c, 2, oo, 6, 1e-306, 0, &sim, NULL) == CKPT_ERR_BAD_ARGUMENT,
+              "simulate_offload: bandwidth 1e-306");
+        CHECK(ckpt_trace_predict(c, 2, oo, 6, 1e-306, 0, 1, NULL, &t) == CKPT_ERR_BAD_ARGUMENT && t.events == NULL,
+              "predict: bandwidth 1e-306");
+        CHECK(ckpt_schedule_simulate_offload(c, 2, oo, 6, 1e-300, 0, &sim, NULL) == CKPT_OK && sim.time < DBL_MAX &&
+              sim.time > 1e302, "simulate_offload: bandwidth 1e-300 (time %g)", sim.time);
+    }
 }
 
 /* ts and dur: microseconds with three decimals, rounded, digits only (no "%f": LC_NUMERIC),
@@ -571,6 +586,16 @@ static void test_json_numbers(void) {
         if (k) printf("test_trace: JSON numbers also checked under LC_NUMERIC=%s\n", locales[k - 1]);
     }
     setlocale(LC_NUMERIC, "C");
+    /* beyond a long long of ns: whole ms, then e3 */
+    ev[0].start_ms = 1e13; ev[0].end_ms = 3e13; ev[1].start_ms = -DBL_MAX; ev[1].end_ms = -DBL_MAX / 2;
+    CHECK(ckpt_trace_json(&t, buf, sizeof buf, &len) == CKPT_OK && len < sizeof buf, "json of large times");
+    CHECK(strstr(buf, "\"ts\":10000000000000e3,\"dur\":20000000000000e3,") != NULL, "large ts and dur: %s", buf);
+    CHECK(strstr(buf, "\"ts\":-1797693134862315") != NULL, "ts of -DBL_MAX: %s", buf);
+    for (k = 0; k < 4; k++) {   /* JSON has no infinity or NaN */
+        ev[1].start_ms = k == 0 ? INFINITY : k == 1 ? NAN : -DBL_MAX;
+        ev[1].end_ms = k == 2 ? -INFINITY : DBL_MAX;     /* k == 3: the duration overflows */
+        CHECK(ckpt_trace_json(&t, buf, sizeof buf, &len) == CKPT_ERR_BAD_ARGUMENT, "json of a non-finite time (%d)", k);
+    }
 }
 
 int main(int argc, char **argv) {
