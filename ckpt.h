@@ -129,8 +129,9 @@
    The arena: every buffer gets an offset where it overlaps no buffer live at the same time; that
    layout can need more than the peak (info.arena >= info.peak). When the plan's arena exceeds
    the budget (or its pinned pool the host budget), the policy plans again for a budget lowered by
-   the excess, down to its smallest peak, until the arena fits: info.fit_budget is the budget it
-   finally planned for, and its guarantee holds there. min_budget is a budget from which every
+   the excess (optimal without offload: a byte below the plan's peak first), down to its
+   smallest peak, until the arena fits: info.fit_budget is the budget it finally planned for,
+   and its guarantee holds there. min_budget is a budget from which every
    larger one plans: the smallest peak, or the arena of that plan when it needs more.
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
@@ -4118,7 +4119,10 @@ static ckpt_result _ckpt_plan_measure(const ckpt_allocator *al, const ckpt_cost 
 /* >>fit: the arena within the budget. A layout can need more than the peak it bounds (buffers
    live at different times cannot always share addresses), so a plan whose arena (or pinned pool,
    against off->host_budget) does not fit is made again below: the policy's budget goes down by
-   the excess (the host budget likewise) until it fits. The last try, the floor, is the plan at
+   the excess (the host budget likewise) until it fits. For optimal without offload, the first
+   plan that does not fit is followed by one a byte below its peak (the next point down its
+   time/peak trade-off, often with a smaller arena); if that does not fit either, the descent
+   goes on from the excess as it would have: in exact units, never to a slower plan. The last try, the floor, is the plan at
    the policy's minimum m with no pinned pool; every budget from max(m, its arena) up plans (the
    descent ends at the floor at the latest), so that is min_budget, or the budget itself when
    smaller and planned. */
@@ -4128,8 +4132,8 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
     const ckpt_plan_info base = *info;
     ckpt_plan_info found = base;
     _ckpt_sched keep = {NULL, 0, 0};
-    uint64_t b = budget, hb = off ? off->host_budget : 0, m = 0, pool = 0;
-    int iter, floor = 0, have = 0;
+    uint64_t b = budget, hb = off ? off->host_budget : 0, m = 0, pool = 0, jump = 0;
+    int iter, floor = 0, have = 0, walk = 0;
     ckpt_result r;
     for (iter = 0;; iter++) {
         ckpt_plan_info ti = base;
@@ -4170,11 +4174,14 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
         if (off && off->host_budget && pool > off->host_budget) {
             uint64_t h = hb < ti.host_peak ? hb : ti.host_peak, d = pool - off->host_budget;
             hb = h > d ? h - d : 1;    /* 1: nothing offloaded (every offloaded buffer is >= CKPT_ALIGN) */
+        } else if (walk == 1) {
+            b = jump; walk = 2;             /* the step did not fit: on as without it */
         } else {
             uint64_t p = b < ti.peak ? b : ti.peak, d = ti.arena - budget;
             b = p > d ? p - d : 0;
+            if (policy == CKPT_POLICY_OPTIMAL && !off && !walk && d > 1 && p - 1 >= m) { jump = b; b = p - 1; walk = 1; }
         }
-        if (b >= m && iter < 16) continue;
+        if (b >= m && iter < 16 + (walk != 0)) continue;
     to_floor:
         b = m; hb = off ? 1 : 0; floor = 1;
     }

@@ -1783,6 +1783,43 @@ static void check_references_by_enumeration(int n_chains_to_check, int n_option_
 }
 
 /* Chains that once exposed library bugs, checked whatever the random sweep draws. */
+/* The arena's descent (>>fit) must not make a larger budget plan slower. On this chain the
+   optimum at 9472 (time 15) needs an arena of 9984; lowering the budget by the 512-byte excess
+   lands on the smallest peak (time 23), while a byte below the optimum's peak plans in time 22
+   within 9216 bytes of arena. Every budget from min_budget to store-all's peak is planned. */
+static void check_fit_descent(void) {
+    ckpt_cost c[3];
+    ckpt_plan_desc pd;
+    ckpt_plan_info info;
+    ckpt_plan *plan = NULL;
+    uint64_t b, lo, hi, lowered = 0;
+    double prev = -1.0;
+    int bad = 0;
+    memset(c, 0, sizeof c);
+    memset(&pd, 0, sizeof pd);
+    c[0].f = 1; c[0].b = 1; c[0].a = 640; c[0].t = 5760;
+    c[1].f = 8; c[1].b = 1; c[1].a = 2176; c[1].t = 384; c[1].wb = 256;
+    c[2].f = 1; c[2].b = 1; c[2].a = 1408; c[2].t = 2432; c[2].wf = 2048;
+    pd.budget = 1;
+    if (ckpt_plan_create(c, 3, &pd, &plan, &info) != CKPT_ERR_INFEASIBLE) bad = 1;
+    lo = info.min_budget; hi = info.store_all_peak;
+    for (b = lo; b <= hi && !bad; b++) {
+        pd.budget = b;
+        if (ckpt_plan_create(c, 3, &pd, &plan, &info) != CKPT_OK) { bad = 2; break; }
+        ckpt_plan_destroy(plan); plan = NULL;
+        if (info.fit_budget < b) lowered++;
+        if (prev >= 0 && info.time > prev) { bad = 3; break; }
+        prev = info.time;
+    }
+    if (bad || lowered == 0 || lo != 8960 || hi != 15616) {
+        n_failures++;
+        fprintf(stderr, "FAIL: the arena's descent, budgets %llu..%llu: %s at budget %llu (time %g, fit_budget %llu, "
+                "%llu budgets lowered)\n", (unsigned long long)lo, (unsigned long long)hi,
+                bad == 3 ? "slower than a budget below" : bad ? "no plan" : "the chain changed", (unsigned long long)b,
+                info.time, (unsigned long long)info.fit_budget, (unsigned long long)lowered);
+    }
+}
+
 static void check_regressions(void) {
     chain ch;
     /* Optimal needs to drop X[n-1] after F(n) and recompute it with its tape before B(n):
@@ -1846,6 +1883,7 @@ int main(void) {
     check_unaligned(TEST_REDUCED ? 4 : 8);
     swap_streams();
     check_regressions();
+    check_fit_descent();
 
     /* the main sweep: 1..7 stages, every policy; every third chain again with tape options (every
        sixth of 7 stages; half as many in reduced builds), its budgets and walks from the option
