@@ -131,8 +131,8 @@
    the budget (or its pinned pool the host budget), the policy plans again for a budget lowered by
    the excess (optimal without offload: a byte below the plan's peak first), down to its
    smallest peak, until the arena fits: info.fit_budget is the budget it finally planned for,
-   and its guarantee holds there. min_budget is a budget from which every
-   larger one plans: the smallest peak, or the arena of that plan when it needs more.
+   and its guarantee holds there. min_budget is a budget from which every larger one plans: the
+   smallest peak, or the arena of that plan when it needs more.
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
 
@@ -1379,9 +1379,9 @@ CKPT_API ckpt_result ckpt_trace_predict(const ckpt_cost *costs, int n, const ckp
    predicted one (so the two files' traceEvents can be joined); tid 0 "compute", 1
    "host-to-device", 2 "device-to-host". Writes at most size bytes (NUL included) into buf (may
    be NULL with size 0), like snprintf, and the full length without the NUL into *length: call
-   with size 0 to size the buffer. CKPT_ERR_NULL_ARGUMENT (trace or length NULL, or buf NULL with size > 0),
-   CKPT_ERR_BAD_ARGUMENT (an event's start_ms, end_ms or their difference not finite: JSON has
-   no infinity). */
+   with size 0 to size the buffer. CKPT_ERR_NULL_ARGUMENT (trace or length NULL, or buf NULL
+   with size > 0), CKPT_ERR_BAD_ARGUMENT (an event's start_ms, end_ms or their difference not
+   finite: JSON has no infinity). */
 CKPT_API ckpt_result ckpt_trace_json(const ckpt_trace *trace, char *buf, size_t size, size_t *length);
 /* Frees what a trace holds and zeroes it. NULL, or a zeroed trace, is a no-op. */
 CKPT_API void ckpt_trace_free(ckpt_trace *trace);
@@ -4122,10 +4122,10 @@ static ckpt_result _ckpt_plan_measure(const ckpt_allocator *al, const ckpt_cost 
    the excess (the host budget likewise) until it fits. For optimal without offload, the first
    plan that does not fit is followed by one a byte below its peak (the next point down its
    time/peak trade-off, often with a smaller arena); if that does not fit either, the descent
-   goes on from the excess as it would have: in exact units, never to a slower plan. The last try, the floor, is the plan at
-   the policy's minimum m with no pinned pool; every budget from max(m, its arena) up plans (the
-   descent ends at the floor at the latest), so that is min_budget, or the budget itself when
-   smaller and planned. */
+   goes on from the excess as it would have: in exact units, never to a slower plan. The last
+   try, the floor, is the plan at the policy's minimum m with no pinned pool; every budget from
+   max(m, its arena) up plans (the descent ends at the floor at the latest), so that is
+   min_budget, or the budget itself when smaller and planned. */
 static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy, int k,
                                   uint32_t max_units, uint64_t budget, const _ckpt_off *off, _ckpt_sched *s,
                                   ckpt_plan_info *info) {
