@@ -2273,6 +2273,14 @@ static ckpt_result _ckpt_sched_eval_into(const ckpt_allocator *al, const ckpt_co
     CKPT_ASSERT(r != CKPT_ERR_BAD_SCHEDULE);
     return r;
 }
+/* Store-all's time and peak: the reference figures of every plan's info. */
+static ckpt_result _ckpt_store_all_figures(const ckpt_allocator *al, const ckpt_cost *c, int n, double *t, uint64_t *p) {
+    _ckpt_sched s = {NULL, 0, 0};
+    ckpt_result r = _ckpt_every_k_sched(al, c, n, n, &s);
+    if (r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, &s, t, p);
+    _ckpt_free(al, s.ops);
+    return r;
+}
 
 static int _ckpt_run_start_ok(const ckpt_cost *c, const unsigned char *rec, int i) {
     int p = i;
@@ -4228,9 +4236,7 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     }
     info->policy = policy;
     /* store-all first: the reference figures, and the default budget */
-    if ((r = _ckpt_every_k_sched(al, c, n, n, &s)) != CKPT_OK ||
-        (r = _ckpt_sched_eval_into(al, c, n, &s, &info->store_all_time, &info->store_all_peak)) != CKPT_OK)
-        goto fail;
+    if ((r = _ckpt_store_all_figures(al, c, n, &info->store_all_time, &info->store_all_peak)) != CKPT_OK) goto fail;
     /* budget 0: no limit. A recomputing policy may peak above store-all (a recomputation can
        overlap a live gradient), so "no limit" really is none; the info then names the peak. */
     info->budget = desc && desc->budget ? desc->budget : UINT64_MAX;
@@ -5080,18 +5086,14 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
         ckpt_plan_destroy(plan);
         return r;
     }
-    {   /* the figures a planned schedule's info has; its budgets are the arena it needs */
-        _ckpt_sched sa = {NULL, 0, 0};
-        plan->info.arena = plan->info.budget = plan->info.fit_budget = plan->info.min_budget = arena_bytes;
-        plan->info.host_peak = an.host_peak; plan->info.n_offloaded = an.n_offloads;
-        if ((r = _ckpt_every_k_sched(&ch->al, ch->costs, ch->n, ch->n, &sa)) == CKPT_OK)
-            r = _ckpt_sched_eval_into(&ch->al, ch->costs, ch->n, &sa, &plan->info.store_all_time, &plan->info.store_all_peak);
-        _ckpt_free(&ch->al, sa.ops);
-        if (r != CKPT_OK) {
-            _ckpt_analysis_free(&ch->al, &an);
-            ckpt_plan_destroy(plan);
-            return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: out of host memory");
-        }
+    /* the figures a planned schedule's info has; its budgets are the arena it needs */
+    plan->info.arena = plan->info.budget = plan->info.fit_budget = plan->info.min_budget = arena_bytes;
+    plan->info.host_peak = an.host_peak; plan->info.n_offloaded = an.n_offloads;
+    if ((r = _ckpt_store_all_figures(&ch->al, ch->costs, ch->n, &plan->info.store_all_time, &plan->info.store_all_peak)) !=
+        CKPT_OK) {
+        _ckpt_analysis_free(&ch->al, &an);
+        ckpt_plan_destroy(plan);
+        return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: out of host memory");
     }
     return _ckpt_chain_install(ch, &ch->lg, plan, &an, arena_bytes, pool_bytes, 0, info);
 }

@@ -1782,7 +1782,6 @@ static void check_references_by_enumeration(int n_chains_to_check, int n_option_
     }
 }
 
-/* Chains that once exposed library bugs, checked whatever the random sweep draws. */
 /* The arena's descent (>>fit) must not make a larger budget plan slower. On this chain the
    optimum at 9472 (time 15) needs an arena of 9984; lowering the budget by the 512-byte excess
    lands on the smallest peak (time 23), while a byte below the optimum's peak plans in time 22
@@ -1820,6 +1819,7 @@ static void check_fit_descent(void) {
     }
 }
 
+/* Chains that once exposed library bugs, checked whatever the random sweep draws. */
 static void check_regressions(void) {
     chain ch;
     /* Optimal needs to drop X[n-1] after F(n) and recompute it with its tape before B(n):
