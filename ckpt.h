@@ -132,7 +132,8 @@
    the excess (optimal without offload: a byte below the plan's peak first), down to its
    smallest peak, until the arena fits: info.fit_budget is the budget it finally planned for,
    and its guarantee holds there. min_budget is a budget from which every larger one plans: the
-   smallest peak, or the arena of that plan when it needs more.
+   smallest peak, or the arena of that plan when it needs more. In the second case a smaller
+   budget may still plan, where a plan of larger peak has a smaller arena.
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
 
@@ -492,6 +493,8 @@
 #define CKPT_MAX_STAGES 4096
 #endif
 #define CKPT_MAX_STREAM_LOOKAHEAD 8     /* ckpt_chain_desc.stream_lookahead's largest value */
+#define CKPT_MAX_OPS 715827882          /* the most ops a schedule may have: (2^31 - 2) / 3, as its
+                                           buffers (up to 3 per op) are counted in an int */
 #ifndef CKPT_EXACT_SEARCH_MAX_STAGES
 #define CKPT_EXACT_SEARCH_MAX_STAGES 10
 #endif
@@ -1070,7 +1073,8 @@ CKPT_API const ckpt_op *ckpt_plan_ops(const ckpt_plan *plan, int *n_ops);
    2): checks every rule (CKPT_ERR_BAD_SCHEDULE, with the op index in *bad_op when non-NULL) and
    returns its time and peak, which for a plan's schedule are its info's. O, P and W ops are
    replayed untimed: copies take no time, and an offloaded buffer stays on the device until its
-   W, or without a W until the op before its P. */
+   W, or without a W until the op before its P. CKPT_ERR_BAD_ARGUMENT when n_ops is over
+   CKPT_MAX_OPS (so for the other entry points that take a schedule). */
 CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops,
                                             int n_ops, double *time, uint64_t *peak, int *bad_op);
 
@@ -1205,7 +1209,8 @@ CKPT_API ckpt_result ckpt_chain_plan(ckpt_chain *chain, const ckpt_plan_desc *de
 CKPT_API ckpt_result ckpt_chain_plan_dry(const ckpt_chain *chain, const ckpt_plan_desc *desc, ckpt_plan_info *info);
 /* Like ckpt_chain_plan, with a schedule of your own (validated by the cost model); info gets
    what a plan's info has, with policy CKPT_POLICY_CUSTOM and budget, fit_budget and min_budget
-   equal to its arena. It always frees the old arena first: a failed allocation leaves no plan. */
+   equal to its arena. It always frees the old arena first: a failed allocation leaves no plan.
+   CKPT_ERR_BAD_ARGUMENT when n_ops is over CKPT_MAX_OPS. */
 CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *chain, const ckpt_op *ops, int n_ops,
                                              ckpt_plan_info *info);
 
@@ -1940,6 +1945,7 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     memset(&w, 0, sizeof w);
     an->fn_op = -1;
     *bad = -1; *why = "";
+    if (n_ops > CKPT_MAX_OPS) return CKPT_ERR_BAD_ARGUMENT;
     w.cur_x = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
     w.cur_t = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
     w.cur_g = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
@@ -4243,7 +4249,7 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     r = _ckpt_plan_fit(al, c, n, policy, k, desc ? desc->max_units : 0, info->budget, off.link.d2h > 0 ? &off : NULL,
                        &s, info);
     if (r == CKPT_ERR_INFEASIBLE) {
-        _CKPT_ERR(lg, r, "budget %llu bytes is infeasible for policy %s; the smallest feasible budget is %llu bytes",
+        _CKPT_ERR(lg, r, "budget %llu bytes is infeasible for policy %s; every budget from %llu bytes plans",
                   (unsigned long long)info->budget, ckpt_policy_name(policy), (unsigned long long)info->min_budget);
         goto fail;
     }
@@ -5063,6 +5069,8 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
         r = _ckpt_analyze(ch->costs, ch->n, ops, n_ops, NULL, &ch->al, 0, &an, &bad, &why, NULL);
         if (r == CKPT_ERR_BAD_SCHEDULE)
             return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: op %d breaks the cost model: %s", bad, why);
+        if (r == CKPT_ERR_BAD_ARGUMENT)
+            return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: n_ops %d is over CKPT_MAX_OPS (%d)", n_ops, CKPT_MAX_OPS);
         if (r != CKPT_OK) return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: out of host memory");
         t = an.time; p = an.peak;     /* no buffers kept (want_bufs 0) */
     }
@@ -5508,6 +5516,7 @@ CKPT_API ckpt_result ckpt_trace_predict(const ckpt_cost *costs, int n, const ckp
         !(bandwidth_h2d >= 0 && bandwidth_h2d < DBL_MAX))
         return CKPT_ERR_BAD_ARGUMENT;
     if (n_ops < 0) return CKPT_ERR_BAD_INDEX;
+    if (n_ops > CKPT_MAX_OPS) return CKPT_ERR_BAD_ARGUMENT;     /* (before its spans are allocated) */
     link.d2h = bandwidth_d2h;
     link.h2d = bandwidth_h2d > 0 ? bandwidth_h2d : bandwidth_d2h;
     if (!(span = (double *)_ckpt_calloc(NULL, 2 * (size_t)n_ops + 1, sizeof *span))) return CKPT_ERR_OUT_OF_HOST_MEMORY;

@@ -302,7 +302,7 @@ jexpr "four.csv --budget 0: time 12, peak 30720" "$FOUR" 'j["time"] == 12 and j[
 
 run --json --budget 10240 "$FOUR"
 expect_rc "four.csv --budget 10240: exit 3 (infeasible)" 3
-err_has "four.csv --budget 10240: stderr names the minimum budget 12800" "smallest feasible budget is 12800 bytes"
+err_has "four.csv --budget 10240: stderr names the minimum budget 12800" "every budget from 12800 bytes plans"
 err_has "four.csv --budget 10240: stderr says infeasible" "infeasible"
 jparse "four.csv --budget 10240: JSON still parses"
 jexpr "four.csv --budget 10240: feasible false, ops [], time/peak null" "$FOUR" 'j["feasible"] is False and j["ops"] == [] and j["time"] is None and j["peak"] is None'
@@ -310,7 +310,7 @@ jexpr "four.csv --budget 10240: min_budget 12800, budget 10240" "$FOUR" 'j["min_
 
 run --json --budget 12799 "$FOUR"
 expect_rc "four.csv --budget 12799: exit 3" 3
-err_has "four.csv --budget 12799: stderr names the minimum budget 12800" "smallest feasible budget is 12800 bytes"
+err_has "four.csv --budget 12799: stderr names the minimum budget 12800" "every budget from 12800 bytes plans"
 
 # text mode
 run "$FOUR"
@@ -642,7 +642,7 @@ jexpr "options --budget 768: F1 F2+ B2 [F,1,1,3] B1, time 8, peak 768, min_budge
 jsim "options --budget 768: schedule replays to the reported time and peak" "$OPT"
 run --json --budget 767 "$OPT"
 expect_rc "options --budget 767: exit 3" 3
-err_has "options --budget 767: stderr names the minimum budget 768" "smallest feasible budget is 768 bytes"
+err_has "options --budget 767: stderr names the minimum budget 768" "every budget from 768 bytes plans"
 run --budget 1280 "$OPT"
 expect_rc "options text mode --budget 1280: exit 0" 0
 out_has "options text mode: schedule F1+/2 F2+ B2 B1 (no /k on s2, which has no options)" "schedule  F1+/2 F2+ B2 B1"

@@ -129,6 +129,11 @@ static void invalid_arguments(ckpt_backend *be) {
         ops[0].kind = CKPT_OP_B; ops[0].stage = 1; ops[0].tape = 0; ops[0].option = 0;
         CHECK(ckpt_chain_set_schedule(ch, ops, 1, NULL) == CKPT_ERR_BAD_SCHEDULE, "invalid schedule");
         CHECK(ckpt_chain_set_schedule(ch, ops, -1, NULL) == CKPT_ERR_BAD_INDEX, "negative n_ops");
+        /* over CKPT_MAX_OPS: refused before any op is read (ops has one; ASan sees a read past it) */
+        clear_log();
+        r = ckpt_chain_set_schedule(ch, ops, CKPT_MAX_OPS + 1, NULL);
+        CHECK(r == CKPT_ERR_BAD_ARGUMENT && strstr(last_msg, "CKPT_MAX_OPS"), "n_ops over CKPT_MAX_OPS: %s '%s'",
+              ckpt_result_string(r), last_msg);
         pd.policy = CKPT_POLICY_OPTIMAL; pd.k = 0;
         CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_OK, "valid plan");
         clear_log();
@@ -197,6 +202,19 @@ static void invalid_arguments(ckpt_backend *be) {
         CHECK(ckpt_plan_create(c, 2, NULL, &plan, &info) == CKPT_OK && info.n_ops == 4, "trivial plan");
         ckpt_plan_destroy(plan);
         CHECK(ckpt_schedule_simulate(c, 2, NULL, 1, NULL, NULL, NULL) == CKPT_ERR_NULL_ARGUMENT, "simulate NULL ops");
+        {
+            ckpt_op one[1];
+            ckpt_sim sim;
+            ckpt_trace tr;
+            memset(one, 0, sizeof one);
+            one[0].kind = CKPT_OP_F; one[0].stage = 1;
+            CHECK(ckpt_schedule_simulate(c, 2, one, CKPT_MAX_OPS + 1, NULL, NULL, NULL) == CKPT_ERR_BAD_ARGUMENT,
+                  "simulate: n_ops over CKPT_MAX_OPS");
+            CHECK(ckpt_schedule_simulate_offload(c, 2, one, CKPT_MAX_OPS + 1, 1, 0, &sim, NULL) == CKPT_ERR_BAD_ARGUMENT,
+                  "simulate_offload: n_ops over CKPT_MAX_OPS");
+            CHECK(ckpt_trace_predict(c, 2, one, CKPT_MAX_OPS + 1, 0, 0, 1, NULL, &tr) == CKPT_ERR_BAD_ARGUMENT &&
+                  tr.events == NULL, "trace_predict: n_ops over CKPT_MAX_OPS");
+        }
     }
     /* optimal and greedy refuse chains longer than CKPT_CUBIC_MAX_STAGES; every-k still plans */
     {

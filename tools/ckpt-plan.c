@@ -2,7 +2,7 @@
 
    Reads a chain's stage costs from a CSV file, plans it for a byte budget with one of the
    library's policies and prints the schedule, its predicted time and peak, the arena it needs
-   once every buffer is laid out (within the budget), and the smallest budget that works. Use it to explore budgets before writing any code.
+   once every buffer is laid out (within the budget), and min_budget, from which every budget plans. Use it to explore budgets before writing any code.
 
        ckpt-plan [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]
                  [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]
@@ -57,7 +57,7 @@
 
    Sweep: --sweep PREFIX plans every policy (store-all, every-k, sqrt, greedy, optimal, and offload
    when --bandwidth is given: without a link it would plan what optimal does) for N budgets
-   (--points, 2 to 1000, default 40) spread evenly from the smallest feasible budget of any policy
+   (--points, 2 to 1000, default 40) spread evenly from the smallest min_budget of any policy
    to store-all's peak (repeats dropped), and writes two files. PREFIX.csv has a header and one
    row per feasible (policy, budget), grouped by policy in the order above, budgets ascending:
        policy,budget,peak,peak_ratio,time,time_ratio,arena,k,recomputed,host_peak
@@ -67,13 +67,13 @@
    row. PREFIX.svg (no dependency: plain SVG 1.1) plots time_ratio against peak_ratio, one <path
    data-policy="NAME"> per policy with a feasible budget through its points ordered by peak, with
    a legend, labelled axes and the input file in the title. A PREFIX ending in .csv or .svg loses
-   that ending. stdout gets a summary: the budgets, each policy's feasible count and smallest
-   feasible budget, and the files written. A policy that cannot plan the chain at all (too long
+   that ending. stdout gets a summary: the budgets, each policy's feasible count and min_budget
+   (every budget from it plans), and the files written. A policy that cannot plan the chain at all (too long
    for it: CKPT_ERR_TOO_COMPLEX) is left out with a warning on stderr, and the others are swept.
    --policy and --budget are ignored (a warning); --json is an error.
 
    Exit status: 0 the plan is feasible (--sweep: both files written); 3 the budget is infeasible
-   (stderr names the smallest feasible budget); 2 bad input or usage (stderr names the file, line
+   (stderr names min_budget, from which every budget plans); 2 bad input or usage (stderr names the file, line
    and problem; also a chain too long for the chosen policy, and a --sweep or --trace file that cannot be
    created); 1 an internal or library failure (also a failed write). */
 #define CKPT_IMPLEMENTATION
@@ -1330,7 +1330,7 @@ static int run_sweep(const model *m, const char *file, const char *prefix, int n
         return EXIT_USAGE;
     }
 
-    /* each policy's smallest feasible budget (planning for 1 byte reports it) */
+    /* each policy's min_budget (planning for 1 byte reports it) */
     for (p = 0; p < (int)(sizeof order / sizeof order[0]); p++) {
         if (order[p] == CKPT_POLICY_OFFLOAD && !(base->bandwidth > 0)) continue; /* no link: offload is optimal */
         memset(&ln[n_lines], 0, sizeof ln[n_lines]);
@@ -1421,7 +1421,7 @@ static int run_sweep(const model *m, const char *file, const char *prefix, int n
             printf("  %-10s %3d feasible", ckpt_policy_name(ln[p].policy), ln[p].n);
             if (ln[p].min_budget) {
                 fmt_bytes(ln[p].min_budget, b1, sizeof b1);
-                printf(", smallest feasible budget %s\n", b1);
+                printf(", every budget from %s plans\n", b1);
             } else {
                 printf(", no budget is feasible\n");
             }
@@ -1492,7 +1492,7 @@ static void usage(FILE *o) {
             "                 trace-event JSON (chrome://tracing, ui.perfetto.dev); times are\n"
             "                 read in --time-unit\n"
             "  --sweep PREFIX plan every policy (offload only with --bandwidth) for N budgets from\n"
-            "                 the smallest feasible to store-all's peak; write PREFIX.csv (one row\n"
+            "                 the smallest min_budget to store-all's peak; write PREFIX.csv (one row\n"
             "                 per feasible policy and budget) and PREFIX.svg (time / store-all\n"
             "                 against peak / store-all, one line per policy)\n"
             "  --points N     --sweep: the number of budgets, 2 to 1000 (default 40)\n"
@@ -1725,8 +1725,8 @@ int main(int argc, char **argv) {
                     PROG, res.info.budget, ckpt_policy_name(policy), kdesc);
         else
             fprintf(stderr,
-                    "%s: budget %" PRIu64 " bytes is infeasible for policy %s%s; the smallest feasible "
-                    "budget is %" PRIu64 " bytes\n",
+                    "%s: budget %" PRIu64 " bytes is infeasible for policy %s%s; every budget from "
+                    "%" PRIu64 " bytes plans\n",
                     PROG, res.info.budget, ckpt_policy_name(policy), kdesc, res.info.min_budget);
         free_model(&m);
         return EXIT_INFEASIBLE;
