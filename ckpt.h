@@ -200,7 +200,7 @@
    for the offloaded buffer whose copy ends first, just before the op over the budget; every P is
    then moved as early as the budgets allow; the fastest wins (ties: the smaller device peak). It
    is never predicted slower than optimal at the same budget, which is one of the candidates; on
-   some chains it also plans below optimal's smallest budget. It is a heuristic: no optimality
+   some chains it also plans below optimal's min_budget. It is a heuristic: no optimality
    guarantee. Its min_budget is optimal's (with the arena rule of COST MODEL), or the budget when
    it planned below that: an upper bound of the offload policy's true minimum. With microbatches, each of the k lanes has its own pool and
    the planner gives each a k-th of host_budget (rounded down to CKPT_ALIGN).
@@ -1362,7 +1362,8 @@ typedef struct ckpt_trace {
    records every F, B, O, P and W op and every streaming copy into *out, which the caller frees
    with ckpt_trace_free. Errors: CKPT_ERR_NULL_ARGUMENT (chain, input, grad_output or out NULL),
    CKPT_ERR_NO_PLAN, CKPT_ERR_OUT_OF_ORDER (a forward is pending), CKPT_ERR_OUT_OF_HOST_MEMORY,
-   the backend's event errors (creating them: no step ran; recording or reading them: the step
+   CKPT_ERR_BAD_ARGUMENT (a step of more than INT_MAX spans: plan ops x lanes), the backend's event
+   errors (creating them: no step ran; recording or reading them: the step
    ran, as in ckpt_chain_measure), or what the step returns (it is abandoned as ckpt_forward and
    ckpt_backward abandon one); *out is then zeroed and holds nothing to free. */
 CKPT_API ckpt_result ckpt_chain_trace(ckpt_chain *chain, const void *input, const void *grad_output,
@@ -1409,6 +1410,7 @@ CKPT_API void ckpt_trace_free(ckpt_trace *trace);
 #include <string.h>
 #include <math.h>   /* INFINITY only: the library needs no -lm */
 #include <float.h>
+#include <limits.h>
 #include <time.h>   /* ckpt_chain_measure's host clock */
 
 #if defined(CKPT_MALLOC) != defined(CKPT_FREE)
@@ -4071,7 +4073,7 @@ static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, _c
         int n_ops;
         ckpt_result rj;
         if (j > 0 && j <= grid && (o->budget >= sa || bj <= o->budget)) continue;
-        /* below optimal's smallest budget: its plan there, with offloads, may still fit */
+        /* below optimal's min_budget: its plan there, with offloads, may still fit */
         if (j > grid && !(min_budget > o->budget && min_budget < sa)) continue;
         ci = *info;
         if (j == 0 || j > grid) {   /* the recompute-only optimum itself (at the budget or its smallest) */
@@ -4257,8 +4259,8 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
         _CKPT_ERR(lg, r, "policy %s plans at most %d stages (CKPT_CUBIC_MAX_STAGES); this chain has %d: use every-k or sqrt",
                   ckpt_policy_name(policy), CKPT_CUBIC_MAX_STAGES, n);
     else if (r == CKPT_ERR_TOO_COMPLEX)
-        _CKPT_ERR(lg, r, "budget %llu bytes is feasible (the smallest is %llu) but planning it exceeded the memory "
-                  "limits; a larger budget plans faster", (unsigned long long)info->budget,
+        _CKPT_ERR(lg, r, "budget %llu bytes is at least the policy's smallest peak (min_budget %llu) but planning it "
+                  "exceeded the memory limits; a larger budget plans faster", (unsigned long long)info->budget,
                   (unsigned long long)info->min_budget);
     if (r != CKPT_OK) goto fail;
     if (info->guarantee == CKPT_GUARANTEE_PERSISTENT && !(desc && desc->max_units) && !_ckpt_unit_exact(c, n, info->unit))
@@ -4346,7 +4348,8 @@ typedef struct _ckpt_placer {
     int scan;
     int *by_off;                /* scan: the placed buffers by offset, kept sorted as they come */
     int bw, nq;
-    int *head, *fill, *items;   /* per bucket: its list's start in items, its length */
+    int64_t *head;              /* per bucket: its list's start in items (a buffer is in up to 1,024) */
+    int *fill, *items;          /* per bucket: its list's length; the lists */
     int *stamp;                 /* per buffer: the last buffer whose search saw it */
     _ckpt_span *cand;           /* one search's live buffers, by offset */
 } _ckpt_placer;
@@ -4371,12 +4374,12 @@ static ckpt_result _ckpt_placer_init(const ckpt_allocator *al, const _ckpt_buf *
     memset(P, 0, sizeof *P);
     P->nq = n_ops + 1 < 1024 ? n_ops + 1 : 1024;
     P->bw = (n_ops + P->nq) / P->nq;
-    P->head = (int *)_ckpt_calloc(al, (size_t)P->nq + 1, sizeof(int));
+    P->head = (int64_t *)_ckpt_calloc(al, (size_t)P->nq + 1, sizeof(int64_t));
     if (P->head) {
         for (i = 0; i < n_bufs; i++)
             for (q = b[i].start / P->bw; b[i].bytes && q <= b[i].end / P->bw; q++) P->head[q + 1]++;
         for (q = 0; q < P->nq; q++) P->head[q + 1] += P->head[q];
-        P->scan = mode >= 0 ? mode : P->head[P->nq] > 16 * (n_bufs + 1);
+        P->scan = mode >= 0 ? mode : P->head[P->nq] > 16 * ((int64_t)n_bufs + 1);
         if (P->scan) P->by_off = (int *)_ckpt_malloc(al, ((size_t)n_bufs + 1) * sizeof(int));
         else {  /* what only the buckets use */
             P->fill = (int *)_ckpt_calloc(al, (size_t)P->nq + 1, sizeof(int));
@@ -4397,7 +4400,8 @@ static ckpt_result _ckpt_placer_init(const ckpt_allocator *al, const _ckpt_buf *
 static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, int nb, int n_bufs, uint64_t *offs,
                             _ckpt_placer *P) {
     uint64_t extent = 0;
-    int i, j, q;
+    int i, q;
+    int64_t j;
     if (P->scan) {
         int m = 0;
         for (i = 0; i < nb; i++) {
@@ -5459,6 +5463,9 @@ static ckpt_result _ckpt_trace_open(ckpt_chain *ch, _ckpt_measure *me) {
         ckpt_op_kind kind = ch->plan->ops[k].kind;
         cap += kind == CKPT_OP_W ? 1 : (size_t)ch->lanes + (kind <= CKPT_OP_B && ch->streaming ? 2 * (size_t)ch->n_slots + 1 : 0);
     }
+    if (cap > INT_MAX)
+        return _CKPT_ERR(&ch->lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_chain_trace: one step has %llu spans, more than a "
+                         "ckpt_trace counts (INT_MAX): trace fewer lanes", (unsigned long long)cap);
     me->per_step = cap;
     me->events = be->event_create && be->event_destroy && be->event_record && be->event_synchronize && be->event_elapsed_ms;
     me->tr = (ckpt_trace_event *)_ckpt_calloc(&ch->al, cap + 1, sizeof *me->tr);
@@ -5516,6 +5523,7 @@ CKPT_API ckpt_result ckpt_trace_predict(const ckpt_cost *costs, int n, const ckp
         !(bandwidth_h2d >= 0 && bandwidth_h2d < DBL_MAX))
         return CKPT_ERR_BAD_ARGUMENT;
     if (n_ops < 0) return CKPT_ERR_BAD_INDEX;
+    if (!ops && n_ops > 0) return CKPT_ERR_NULL_ARGUMENT;
     if (n_ops > CKPT_MAX_OPS) return CKPT_ERR_BAD_ARGUMENT;     /* (before its spans are allocated) */
     link.d2h = bandwidth_d2h;
     link.h2d = bandwidth_h2d > 0 ? bandwidth_h2d : bandwidth_d2h;

@@ -767,7 +767,7 @@ out_has "--sweep gpt2_mlp.csv: names the files" "wrote $TMP/sweep/gpt2.csv"
 out_has "--sweep gpt2_mlp.csv: 6 budgets" "6 budgets from"
 sweep "--sweep gpt2_mlp.csv: CSV rows valid, SVG parses, one path per feasible policy" "$TMP/sweep/gpt2" "$POL5"
 if grep -q '^offload,' "$TMP/sweep/gpt2.csv"; then fail "--sweep without --bandwidth: no offload rows"; else pass "--sweep without --bandwidth: no offload rows"; fi
-# The lowest budget is optimal's smallest feasible one, and optimal's row there is what --budget plans.
+# The lowest budget is optimal's min_budget, and optimal's row there is what --budget plans.
 run --json --budget 1 "$GPT"
 lo=$("$PY" -c "import json; print(json.load(open('$TMP/out'))['min_budget'])")
 row=$(grep "^optimal,$lo," "$TMP/sweep/gpt2.csv")

@@ -34,9 +34,10 @@ static void clear_log(void) { last_item = CKPT_OK; last_msg[0] = 0; log_count = 
 
 /* A counting host allocator that can fail its n-th allocation. */
 static long live_host = 0, host_calls = 0, fail_host_at = 0;
+static size_t max_host_request = 0;     /* larger requests fail (0: none do) */
 static void *count_alloc(size_t n, void *u) {
     (void)u;
-    if (++host_calls == fail_host_at) return NULL;
+    if (++host_calls == fail_host_at || (max_host_request && n > max_host_request)) return NULL;
     live_host++;
     return malloc(n);
 }
@@ -129,11 +130,25 @@ static void invalid_arguments(ckpt_backend *be) {
         ops[0].kind = CKPT_OP_B; ops[0].stage = 1; ops[0].tape = 0; ops[0].option = 0;
         CHECK(ckpt_chain_set_schedule(ch, ops, 1, NULL) == CKPT_ERR_BAD_SCHEDULE, "invalid schedule");
         CHECK(ckpt_chain_set_schedule(ch, ops, -1, NULL) == CKPT_ERR_BAD_INDEX, "negative n_ops");
-        /* over CKPT_MAX_OPS: refused before any op is read (ops has one; ASan sees a read past it) */
+        /* over CKPT_MAX_OPS: CKPT_ERR_BAD_ARGUMENT before anything is allocated for the ops (op 0 is a
+           bad op: a replay would stop there with CKPT_ERR_BAD_SCHEDULE) */
         clear_log();
         r = ckpt_chain_set_schedule(ch, ops, CKPT_MAX_OPS + 1, NULL);
         CHECK(r == CKPT_ERR_BAD_ARGUMENT && strstr(last_msg, "CKPT_MAX_OPS"), "n_ops over CKPT_MAX_OPS: %s '%s'",
               ckpt_result_string(r), last_msg);
+        {   /* CKPT_MAX_OPS itself passes the count: then the analysis's arrays (GBs) are refused */
+            ckpt_chain *ch2 = NULL;
+            ckpt_chain_desc cd2;
+            long live0 = live_host;
+            base_desc(&cd2, be); cd2.allocator.alloc = count_alloc; cd2.allocator.free = count_free;
+            CHECK(ckpt_chain_create(&cd2, &ch2) == CKPT_OK, "chain with a capped allocator");
+            max_host_request = (size_t)1 << 28;
+            r = ckpt_chain_set_schedule(ch2, ops, CKPT_MAX_OPS, NULL);
+            max_host_request = 0;
+            CHECK(r == CKPT_ERR_OUT_OF_HOST_MEMORY, "n_ops = CKPT_MAX_OPS: %s", ckpt_result_string(r));
+            ckpt_chain_destroy(ch2);
+            CHECK(live_host == live0, "n_ops = CKPT_MAX_OPS: %ld host blocks left", live_host - live0);
+        }
         pd.policy = CKPT_POLICY_OPTIMAL; pd.k = 0;
         CHECK(ckpt_chain_plan(ch, &pd, NULL) == CKPT_OK, "valid plan");
         clear_log();

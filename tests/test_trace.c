@@ -466,6 +466,32 @@ static void test_errors(void) {
     CHECK(ckpt_chain_trace(g.ch, x, dy, dx, NULL) == CKPT_ERR_NULL_ARGUMENT && last_item == CKPT_ERR_NULL_ARGUMENT,
           "NULL out (logged %s)", ckpt_result_string(last_item));
     rig_free(&g);
+    /* a step of more spans than a trace counts (INT_MAX): 4,096 lanes of a 524,300-op schedule
+       (F(1) without tape repeated, then store-all) are refused before anything runs */
+    {
+        config big = { 0, 0, 0, 4096, 0 };
+        int k, m = 0, K = 524300;
+        ckpt_op *ops = (ckpt_op *)calloc((size_t)K + 2 * NA, sizeof *ops);
+        if (ops && rig_make(&g, &big, 0)) {
+            ckpt_chain_stats st;
+            memset(&st, 0, sizeof st);
+            st.steps = 1;
+            for (k = 0; k < K; k++) { ops[m].kind = CKPT_OP_F; ops[m].stage = 1; m++; }
+            for (k = 1; k <= NA; k++) { ops[m].kind = CKPT_OP_F; ops[m].stage = k; ops[m].tape = 1; m++; }
+            for (k = NA; k >= 1; k--) { ops[m].kind = CKPT_OP_B; ops[m].stage = k; m++; }
+            CHECK(ckpt_chain_set_schedule(g.ch, ops, m, NULL) == CKPT_OK, "set the long schedule");
+            last_item = CKPT_OK;
+            t.n_events = 5;
+            r = ckpt_chain_trace(g.ch, x, dy, dx, &t);
+            ckpt_chain_get_stats(g.ch, &st);
+            CHECK(r == CKPT_ERR_BAD_ARGUMENT && last_item == CKPT_ERR_BAD_ARGUMENT && t.events == NULL && t.n_events == 0 &&
+                  st.steps == 0, "%d ops x 4096 lanes: %s (logged %s), %llu steps", m, ckpt_result_string(r),
+                  ckpt_result_string(last_item), (unsigned long long)st.steps);
+            rig_free(&g);
+        } else
+            CHECK(0, "the long schedule's set-up");
+        free(ops);
+    }
     cfg.lanes = 1;
     if (!rig_make(&g, &cfg, 1)) return;
     CHECK(ckpt_forward(g.ch, x, &out) == CKPT_OK, "forward");
