@@ -1074,7 +1074,7 @@ CKPT_API const ckpt_op *ckpt_plan_ops(const ckpt_plan *plan, int *n_ops);
    returns its time and peak, which for a plan's schedule are its info's. O, P and W ops are
    replayed untimed: copies take no time, and an offloaded buffer stays on the device until its
    W, or without a W until the op before its P. CKPT_ERR_BAD_ARGUMENT when n_ops is over
-   CKPT_MAX_OPS (so for the other entry points that take a schedule). */
+   CKPT_MAX_OPS (as for ckpt_schedule_simulate_offload and ckpt_trace_predict). */
 CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops,
                                             int n_ops, double *time, uint64_t *peak, int *bad_op);
 
@@ -1362,9 +1362,9 @@ typedef struct ckpt_trace {
    records every F, B, O, P and W op and every streaming copy into *out, which the caller frees
    with ckpt_trace_free. Errors: CKPT_ERR_NULL_ARGUMENT (chain, input, grad_output or out NULL),
    CKPT_ERR_NO_PLAN, CKPT_ERR_OUT_OF_ORDER (a forward is pending), CKPT_ERR_OUT_OF_HOST_MEMORY,
-   CKPT_ERR_BAD_ARGUMENT (a step of more than INT_MAX spans: plan ops x lanes), the backend's event
-   errors (creating them: no step ran; recording or reading them: the step
-   ran, as in ckpt_chain_measure), or what the step returns (it is abandoned as ckpt_forward and
+   CKPT_ERR_BAD_ARGUMENT (a step of more than INT_MAX spans: about plan ops x lanes), the
+   backend's event errors (creating them: no step ran; recording or reading them: the step ran,
+   as in ckpt_chain_measure), or what the step returns (it is abandoned as ckpt_forward and
    ckpt_backward abandon one); *out is then zeroed and holds nothing to free. */
 CKPT_API ckpt_result ckpt_chain_trace(ckpt_chain *chain, const void *input, const void *grad_output,
                                       void *grad_input, ckpt_trace *out);

@@ -2,7 +2,8 @@
 
    Reads a chain's stage costs from a CSV file, plans it for a byte budget with one of the
    library's policies and prints the schedule, its predicted time and peak, the arena it needs
-   once every buffer is laid out (within the budget), and min_budget, from which every budget plans. Use it to explore budgets before writing any code.
+   once every buffer is laid out (within the budget), and min_budget, from which every budget
+   plans. Use it to explore budgets before writing any code.
 
        ckpt-plan [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]
                  [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]
@@ -68,14 +69,16 @@
    data-policy="NAME"> per policy with a feasible budget through its points ordered by peak, with
    a legend, labelled axes and the input file in the title. A PREFIX ending in .csv or .svg loses
    that ending. stdout gets a summary: the budgets, each policy's feasible count and min_budget
-   (every budget from it plans), and the files written. A policy that cannot plan the chain at all (too long
-   for it: CKPT_ERR_TOO_COMPLEX) is left out with a warning on stderr, and the others are swept.
+   (every budget from it plans), and the files written. A policy that cannot plan the chain at
+   all (too long for it: CKPT_ERR_TOO_COMPLEX) is left out with a warning on stderr, and the
+   others are swept.
    --policy and --budget are ignored (a warning); --json is an error.
 
    Exit status: 0 the plan is feasible (--sweep: both files written); 3 the budget is infeasible
-   (stderr names min_budget, from which every budget plans); 2 bad input or usage (stderr names the file, line
-   and problem; also a chain too long for the chosen policy, and a --sweep or --trace file that cannot be
-   created); 1 an internal or library failure (also a failed write). */
+   (stderr names min_budget, from which every budget plans); 2 bad input or usage (stderr names
+   the file, line and problem; also a chain too long for the chosen policy, and a --sweep or
+   --trace file that cannot be created); 1 an internal or library failure (also a failed
+   write). */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
