@@ -466,8 +466,8 @@ static void test_errors(void) {
     CHECK(ckpt_chain_trace(g.ch, x, dy, dx, NULL) == CKPT_ERR_NULL_ARGUMENT && last_item == CKPT_ERR_NULL_ARGUMENT,
           "NULL out (logged %s)", ckpt_result_string(last_item));
     rig_free(&g);
-    /* a step of more spans than a trace counts (INT_MAX): 4,096 lanes of a 524,300-op schedule
-       (F(1) without tape repeated, then store-all) are refused before anything runs */
+    /* a step of more spans than a trace counts (INT_MAX): 4,096 lanes of a schedule of 524,312 ops
+       (F(1) without tape 524,300 times, then store-all) are refused before anything runs */
     {
         config big = { 0, 0, 0, 4096, 0 };
         int k, m = 0, K = 524300;
