@@ -853,7 +853,7 @@ typedef struct ckpt_ctx {
    callback returns. In CKPT_MODE_EVAL (ckpt_forward_eval) a draw gets CKPT_ERR_OUT_OF_ORDER and
    fails the evaluation with it, unless CKPT_EVAL_RNG was given; in CKPT_MODE_BACKWARD likewise.
    out->delta is NULL, except while a graph is captured (CUDA GRAPHS): then device code must read
-   the range through ckpt_philox_at. */
+   the range through ckpt_philox_at. On failure *out is zeroed (an empty range). */
 CKPT_API ckpt_result ckpt_ctx_rng(ckpt_ctx *ctx, uint64_t blocks, ckpt_philox *out);
 
 typedef struct ckpt_fwd_args {
@@ -1061,7 +1061,8 @@ typedef struct ckpt_plan ckpt_plan;
 /* Plans a chain from its costs alone (no callbacks: this is what ckpt-plan uses). On success
    *out is a new plan and *out_info (if non-NULL) a copy of its info. On CKPT_ERR_INFEASIBLE *out
    is NULL and out_info (if non-NULL) still receives policy, budget, min_budget and the store-all
-   figures, so the caller can say which budget would work. */
+   figures, so the caller can say which budget would work; on other errors it is zeroed, or holds
+   what was known when planning stopped. */
 CKPT_API ckpt_result ckpt_plan_create(const ckpt_cost *costs, int n, const ckpt_plan_desc *desc,
                                       ckpt_plan **out, ckpt_plan_info *out_info);
 CKPT_API void ckpt_plan_destroy(ckpt_plan *plan);
@@ -1074,7 +1075,8 @@ CKPT_API const ckpt_op *ckpt_plan_ops(const ckpt_plan *plan, int *n_ops);
    returns its time and peak, which for a plan's schedule are its info's. O, P and W ops are
    replayed untimed: copies take no time, and an offloaded buffer stays on the device until its
    W, or without a W until the op before its P. CKPT_ERR_BAD_ARGUMENT when n_ops is over
-   CKPT_MAX_OPS (as for ckpt_schedule_simulate_offload and ckpt_trace_predict). */
+   CKPT_MAX_OPS (as for ckpt_schedule_simulate_offload and ckpt_trace_predict). On failure *time
+   and *peak are zeroed. */
 CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops,
                                             int n_ops, double *time, uint64_t *peak, int *bad_op);
 
@@ -1115,7 +1117,8 @@ CKPT_API ckpt_result ckpt_split_segments(int n, const unsigned char *end_after, 
    Carve one buffer (a tape or a workspace) into aligned pieces. Fill bytes and align (a power of
    two; 0 means 16) for each entry; ckpt_layout_compute sets the offsets and the total, which is
    the size to declare. ckpt_layout_ptr gives entry i's address inside a buffer (like strchr, it
-   takes a const base so a backward can carve its const tape; write only where you may). */
+   takes a const base so a backward can carve its const tape; write only where you may). On
+   failure *total is 0. */
 typedef struct ckpt_layout_entry {
     size_t bytes;
     size_t align;
@@ -1631,6 +1634,7 @@ CKPT_API ckpt_result ckpt_split_segments(int n, const unsigned char *end_after, 
 CKPT_API ckpt_result ckpt_layout_compute(ckpt_layout_entry *entries, int n, size_t *total) {
     size_t off = 0;
     int i;
+    if (total) *total = 0;
     if (!total || (n > 0 && !entries)) return CKPT_ERR_NULL_ARGUMENT;
     if (n < 0) return CKPT_ERR_BAD_INDEX;
     for (i = 0; i < n; i++) {
@@ -2133,8 +2137,10 @@ static ckpt_result _ckpt_simulate(const ckpt_cost *costs, int n, const ckpt_op *
 CKPT_API ckpt_result ckpt_schedule_simulate(const ckpt_cost *costs, int n, const ckpt_op *ops,
                                             int n_ops, double *time, uint64_t *peak, int *bad_op) {
     _ckpt_analysis an;
-    ckpt_result r = _ckpt_simulate(costs, n, ops, n_ops, NULL, 0, NULL, &an, bad_op);
-    if (r != CKPT_OK) return r;
+    ckpt_result r;
+    if (time) *time = 0;
+    if (peak) *peak = 0;
+    if ((r = _ckpt_simulate(costs, n, ops, n_ops, NULL, 0, NULL, &an, bad_op)) != CKPT_OK) return r;
     if (time) *time = an.time;
     if (peak) *peak = an.peak;
     return CKPT_OK;
@@ -4303,6 +4309,7 @@ CKPT_API ckpt_result ckpt_plan_create(const ckpt_cost *costs, int n, const ckpt_
     const ckpt_logger *lg = desc ? &desc->logger : NULL;
     const ckpt_allocator *al = desc ? &desc->allocator : NULL;
     ckpt_result r;
+    if (out_info) memset(out_info, 0, sizeof *out_info);
     if (!out) return _CKPT_ERR(lg, CKPT_ERR_NULL_ARGUMENT, "ckpt_plan_create: out is NULL");
     *out = NULL;
     if (al && (!al->alloc) != (!al->free))
@@ -5636,6 +5643,7 @@ CKPT_API ckpt_result ckpt_trace_json(const ckpt_trace *t, char *buf, size_t size
 
 /* >>executor ------------------------------------------------------------------------------------ */
 CKPT_API ckpt_result ckpt_ctx_rng(ckpt_ctx *ctx, uint64_t blocks, ckpt_philox *out) {
+    if (out) memset(out, 0, sizeof *out);
     if (!ctx || !out) return CKPT_ERR_NULL_ARGUMENT;
     if (ctx->_rng_error) return ctx->_rng_error;
     if (ctx->mode == CKPT_MODE_BACKWARD)

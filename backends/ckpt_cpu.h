@@ -13,7 +13,7 @@
    Fault injection, for tests of error paths: ckpt_cpu_inject_fault(&be, CKPT_CPU_FAULT_ALLOC, 3)
    makes the third alloc call from now fail (alloc and alloc_pinned count together; copies and
    memsets count together under CKPT_CPU_FAULT_COPY). ckpt_cpu_get_stats reports live and peak
-   allocations, so a test can prove nothing leaked.
+   allocations, so a test can prove nothing leaked (on failure it zeroes *out).
 
    The copy engine (ckpt_cpu_desc.copy_engine = 1, copy_bandwidth in bytes per second) makes
    offload testable without a GPU: copy_stream gives a stream per direction, a worker thread runs
@@ -611,6 +611,7 @@ CKPT_API ckpt_result ckpt_cpu_inject_fault(ckpt_backend *backend, ckpt_cpu_fault
 
 CKPT_API ckpt_result ckpt_cpu_get_stats(const ckpt_backend *backend, ckpt_cpu_stats *out) {
     _ckpt_cpu_state *s;
+    if (out) memset(out, 0, sizeof *out);
     if (!backend || !out) return CKPT_ERR_NULL_ARGUMENT;
     if (!(s = _ckpt_cpu_of(backend))) return CKPT_ERR_BAD_BACKEND;
     *out = s->stats;

@@ -38,6 +38,27 @@ cat > "$work/impl.c" <<'EOF'
 extern "C"
 #endif
 int use_impl(void);
+/* The manual's patterns, which -O3 also checks: an output read after a CKPT_OK test. */
+static ckpt_result dropout_fwd(const ckpt_fwd_args *a) {
+    ckpt_philox p;
+    ckpt_result r = ckpt_ctx_rng(a->ctx, 1, &p);
+    if (r != CKPT_OK) return r;
+    *(float *)a->out = ckpt_philox_uniform(&p, 0);
+    return CKPT_OK;
+}
+static double outputs(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops) {
+    ckpt_plan_desc pd;
+    ckpt_plan *plan = NULL;
+    ckpt_plan_info info;
+    double t;
+    uint64_t peak;
+    memset(&pd, 0, sizeof pd);
+    if (ckpt_schedule_simulate(c, n, ops, n_ops, &t, &peak, NULL) != CKPT_OK) return -1;
+    if (ckpt_plan_create(c, n, &pd, &plan, &info) != CKPT_OK) return -1;
+    ckpt_plan_destroy(plan);
+    return t + (double)peak + info.time;
+}
+ckpt_result (*volatile keep_fwd)(const ckpt_fwd_args *) = dropout_fwd;
 int use_impl(void) {
     ckpt_backend be;
     ckpt_cost c[4];
@@ -55,6 +76,10 @@ int use_impl(void) {
     if (ckpt_plan_create(c, 4, &pd, &plan, &info) == CKPT_OK) ckpt_plan_destroy(plan);
     else bad = 1;
     if (ckpt_policy_parse("sqrt", &p) != CKPT_OK) bad = 1;
+    {
+        ckpt_op ops[4] = {{CKPT_OP_F, 1, 1, 0}, {CKPT_OP_F, 2, 1, 0}, {CKPT_OP_B, 2, 0, 0}, {CKPT_OP_B, 1, 0, 0}};
+        if (!(outputs(c, 2, ops, 4) > 0)) bad = 1;
+    }
     return bad + (ckpt_result_string(CKPT_OK) == NULL);
 }
 EOF

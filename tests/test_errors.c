@@ -214,9 +214,18 @@ static void invalid_arguments(ckpt_backend *be) {
         CHECK(ckpt_plan_create(NULL, 2, NULL, &plan, NULL) == CKPT_ERR_NULL_ARGUMENT && plan == NULL, "NULL costs");
         CHECK(ckpt_plan_create(c, 0, NULL, &plan, NULL) == CKPT_ERR_NO_STAGES, "0 stages");
         CHECK(ckpt_plan_create(c, 2, NULL, NULL, NULL) == CKPT_ERR_NULL_ARGUMENT, "NULL out");
+        memset(&info, 0xA5, sizeof info);
+        CHECK(ckpt_plan_create(c, 2, NULL, NULL, &info) == CKPT_ERR_NULL_ARGUMENT && info.n_ops == 0 && info.time == 0 &&
+              info.min_budget == 0, "NULL out: info zeroed");
         CHECK(ckpt_plan_create(c, 2, NULL, &plan, &info) == CKPT_OK && info.n_ops == 4, "trivial plan");
         ckpt_plan_destroy(plan);
         CHECK(ckpt_schedule_simulate(c, 2, NULL, 1, NULL, NULL, NULL) == CKPT_ERR_NULL_ARGUMENT, "simulate NULL ops");
+        {
+            double t = 1;
+            uint64_t pk = 1;
+            CHECK(ckpt_schedule_simulate(c, 2, NULL, 1, &t, &pk, NULL) == CKPT_ERR_NULL_ARGUMENT && t == 0 && pk == 0,
+                  "simulate NULL ops: time %g, peak %llu, not zeroed", t, (unsigned long long)pk);
+        }
         {
             ckpt_op one[1];
             ckpt_sim sim;
@@ -253,9 +262,9 @@ static void invalid_arguments(ckpt_backend *be) {
     /* layout */
     {
         ckpt_layout_entry e[2];
-        size_t total = 0;
+        size_t total = 99;
         e[0].bytes = 3; e[0].align = 3; e[1].bytes = 1; e[1].align = 0;
-        CHECK(ckpt_layout_compute(e, 2, &total) == CKPT_ERR_BAD_LAYOUT, "alignment 3");
+        CHECK(ckpt_layout_compute(e, 2, &total) == CKPT_ERR_BAD_LAYOUT && total == 0, "alignment 3 (total %zu)", total);
         e[0].align = 64;
         CHECK(ckpt_layout_compute(e, 2, &total) == CKPT_OK && e[1].offset == 16 && total == 17, "layout offsets %zu %zu",
               e[1].offset, total);
@@ -489,6 +498,9 @@ static void injected_failures(ckpt_backend *be) {
         ckpt_backend other = *be;
         other.alloc = NULL;
         CHECK(ckpt_cpu_inject_fault(&other, CKPT_CPU_FAULT_ALLOC, 1) == CKPT_ERR_BAD_BACKEND, "not a cpu backend");
+        memset(&bs, 0xA5, sizeof bs);
+        CHECK(ckpt_cpu_get_stats(&other, &bs) == CKPT_ERR_BAD_BACKEND && bs.allocs == 0 && bs.live_bytes == 0,
+              "stats of a backend that is not the cpu's: zeroed");
     }
     /* copies fail on demand too */
     {
@@ -682,7 +694,7 @@ static void graph_mode(ckpt_backend *cpu) {
     ckpt_plan_desc pd;
     ckpt_result r;
     float x[4] = {1, 2, 3, 4}, x2[4] = {1, 2, 3, 4}, gy[4] = {1, 1, 1, 1}, gx[4];
-    uint64_t ref_bases[9][N], ref_rbases[N];
+    uint64_t ref_bases[9][N], ref_rbases[N] = {0};     /* (set at step 8 of the first run) */
     float gx2[4];
     int recomputes = 0;
     float hp[4];

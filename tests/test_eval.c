@@ -16,7 +16,7 @@
 #define N 5
 #define W 64    /* floats per activation */
 
-static int dropout_on = 0, bad_ptrs = 0, eval_calls = 0;
+static int dropout_on = 0, bad_ptrs = 0, eval_calls = 0, refused = 0, refused_zeroed = 0;
 static float pgrad[N], host_w[N][W];
 static const char *arena_lo, *arena_hi;
 
@@ -53,8 +53,13 @@ static ckpt_result fwd(const ckpt_fwd_args *a) {
     for (j = 0; j < W; j++) { ws[j] = x[j] * w[j]; t[j] = x[j]; t[W + j] = 1.0f; }
     if (dropout_on) {
         ckpt_philox p;
-        ckpt_result r = ckpt_ctx_rng(a->ctx, W / 4, &p);
-        if (r != CKPT_OK) return r;
+        ckpt_result r;
+        memset(&p, 0xA5, sizeof p);
+        if ((r = ckpt_ctx_rng(a->ctx, W / 4, &p)) != CKPT_OK) {     /* a refused draw zeroes p */
+            refused++;
+            refused_zeroed += !p.key && !p.base && !p.count && !p.delta;
+            return r;
+        }
         for (j = 0; j < W; j++) t[W + j] = ckpt_philox_uniform(&p, (uint64_t)j) >= 0.5f ? 2.0f : 0.0f;
     }
     for (j = 0; j < W; j++) y[j] = ws[j] * t[W + j];
@@ -197,6 +202,7 @@ int main(void) {
         CHECK(ckpt_chain_create(&cd, &ch) == CKPT_OK && ckpt_chain_plan(ch, NULL, NULL) == CKPT_OK, "create 2");
         r = ckpt_forward_eval(ch, x, &ev, 0);
         CHECK(r == CKPT_ERR_OUT_OF_ORDER, "a draw in eval mode gave %s", ckpt_result_string(r));
+        CHECK(refused == 1 && refused_zeroed == 1, "the refused draw: %d, its range zeroed: %d", refused, refused_zeroed);
         CHECK(step(ch, x, y, g) == CKPT_OK, "a step after a failed eval");
         ckpt_chain_destroy(ch);
     }
