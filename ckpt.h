@@ -3172,36 +3172,66 @@ static void _ckpt_dp_minpeak(_ckpt_dp *d) {
 
 static const _ckpt_fp _ckpt_fp_zero = {0.0, 0};
 
-/* One option's staircase: the pointwise sum of its sub-problems' step functions above floor. */
+/* One option's staircase: the pointwise sum of its sub-problems' step functions above floor,
+   walked breakpoint by breakpoint; a point goes into cand only where it is faster than the
+   running frontier. At a point that is not, the walk tries to skip to U, the frontier's
+   _CKPT_MERGE_SKIP-th next breakpoint: the staircase and the frontier only fall, so if the
+   staircase just below U is no faster than the frontier here, no point below U is faster than
+   the frontier there. work counts the points evaluated and the breakpoints skipped. */
+#define _CKPT_MERGE_SKIP 8
 static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
-    const _ckpt_fp *f1 = &_ckpt_fp_zero, *f2 = &_ckpt_fp_zero;
-    int i1 = 0, i2 = 0, n1 = 1, n2 = 1;
-    int64_t ci = 0, lo = 0, hi = d->cur_n;
-    uint64_t L, stop, x = o->o1, y = o->o2;
-    double tmin;
+    const _ckpt_fp *f1 = &_ckpt_fp_zero, *f2 = &_ckpt_fp_zero, *cur = d->cur;
+    int64_t i1 = 0, i2 = 0, n1 = 1, n2 = 1, ci = 0, lo = 0, hi = d->cur_n, cn = d->cur_n, work = 0;
+    uint64_t L, stop, x = o->o1, y = o->o2, q1, q2, cp;
+    double tmin, c = o->c, ct;
     if (o->s1) { f1 = d->pool + d->fs[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; n1 = d->fl[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; }
     if (o->s2) { f2 = d->pool + d->fs[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; n2 = d->fl[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; }
     if (!n1 || !n2) return 1;
-    tmin = (o->c + f1[n1 - 1].t) + f2[n2 - 1].t;
+    tmin = (c + f1[n1 - 1].t) + f2[n2 - 1].t;
     L = _ckpt_max3(o->floor, f1[0].p + x, f2[0].p + y);
     /* from peak `stop` on, the frontier is as fast as the staircase's fastest point: the rest of
        the staircase is dominated (all of it when stop <= L) */
-    while (lo < hi) { int64_t m = (lo + hi) / 2; if (d->cur[m].t <= tmin) hi = m; else lo = m + 1; }
-    stop = lo < d->cur_n ? d->cur[lo].p : UINT64_MAX;
-    while (L <= d->budget && L < stop) {
-        uint64_t nl = UINT64_MAX;
-        double t;
-        while (i1 + 1 < n1 && f1[i1 + 1].p + x <= L) i1++;
-        while (i2 + 1 < n2 && f2[i2 + 1].p + y <= L) i2++;
-        while (ci < d->cur_n && d->cur[ci].p <= L) ci++;
-        d->work += 1;
-        t = (o->c + f1[i1].t) + f2[i2].t;
-        if ((ci == 0 || t < d->cur[ci - 1].t) && !_ckpt_dp_add(d, t, L)) return 0;  /* else the fold drops it */
-        if (i1 + 1 < n1) nl = f1[i1 + 1].p + x;
-        if (i2 + 1 < n2 && f2[i2 + 1].p + y < nl) nl = f2[i2 + 1].p + y;
-        if (nl == UINT64_MAX) break;
-        L = nl;
+    while (lo < hi) { int64_t m = (lo + hi) / 2; if (cur[m].t <= tmin) hi = m; else lo = m + 1; }
+    stop = lo < cn ? cur[lo].p : UINT64_MAX;
+    if (L > d->budget || L >= stop) return 1;
+    while (i1 + 1 < n1 && f1[i1 + 1].p + x <= L) i1++;
+    while (i2 + 1 < n2 && f2[i2 + 1].p + y <= L) i2++;
+    while (ci < cn && cur[ci].p <= L) ci++;
+    /* the next breakpoints of the two sub-problems and of the frontier (UINT64_MAX: none), and
+       the frontier's time at L (none yet: every point is faster) */
+    q1 = i1 + 1 < n1 ? f1[i1 + 1].p + x : UINT64_MAX;
+    q2 = i2 + 1 < n2 ? f2[i2 + 1].p + y : UINT64_MAX;
+    cp = ci < cn ? cur[ci].p : UINT64_MAX;
+    ct = ci ? cur[ci - 1].t : INFINITY;
+    for (;;) {
+        double t = (c + f1[i1].t) + f2[i2].t;
+        work++;
+        if (t < ct) {
+            if (!_ckpt_dp_add(d, t, L)) return 0;
+            cur = d->cur;   /* (an add may move the buffers) */
+        } else if (ci + _CKPT_MERGE_SKIP - 1 < cn) {
+            uint64_t U = cur[ci + _CKPT_MERGE_SKIP - 1].p;
+            int64_t j1 = i1, j2 = i2;
+            while (j1 + 1 < n1 && f1[j1 + 1].p + x < U) j1++;
+            while (j2 + 1 < n2 && f2[j2 + 1].p + y < U) j2++;
+            if (!((c + f1[j1].t) + f2[j2].t < ct)) {
+                work += (j1 - i1) + (j2 - i2);
+                i1 = j1; i2 = j2;
+                q1 = i1 + 1 < n1 ? f1[i1 + 1].p + x : UINT64_MAX;
+                q2 = i2 + 1 < n2 ? f2[i2 + 1].p + y : UINT64_MAX;
+            }
+        }
+        L = q1 < q2 ? q1 : q2;
+        if (L > d->budget || L >= stop) break;     /* (L = UINT64_MAX: no breakpoint left) */
+        if (q1 == L) { i1++; q1 = i1 + 1 < n1 ? f1[i1 + 1].p + x : UINT64_MAX; }
+        if (q2 == L) { i2++; q2 = i2 + 1 < n2 ? f2[i2 + 1].p + y : UINT64_MAX; }
+        if (cp <= L) {
+            do ci++; while (ci < cn && cur[ci].p <= L);
+            cp = ci < cn ? cur[ci].p : UINT64_MAX;
+            ct = cur[ci - 1].t;
+        }
     }
+    d->work += (double)work;
     return d->cand_n ? _ckpt_dp_fold(d) : 1;
 }
 
