@@ -3187,13 +3187,14 @@ static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
     if (o->s1) { f1 = d->pool + d->fs[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; n1 = d->fl[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; }
     if (o->s2) { f2 = d->pool + d->fs[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; n2 = d->fl[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; }
     if (!n1 || !n2) return 1;
-    tmin = (c + f1[n1 - 1].t) + f2[n2 - 1].t;
     L = _ckpt_max3(o->floor, f1[0].p + x, f2[0].p + y);
+    if (L > d->budget) return 1;
+    tmin = (c + f1[n1 - 1].t) + f2[n2 - 1].t;
     /* from peak `stop` on, the frontier is as fast as the staircase's fastest point: the rest of
        the staircase is dominated (all of it when stop <= L) */
     while (lo < hi) { int64_t m = (lo + hi) / 2; if (cur[m].t <= tmin) hi = m; else lo = m + 1; }
     stop = lo < cn ? cur[lo].p : UINT64_MAX;
-    if (L > d->budget || L >= stop) return 1;
+    if (L >= stop) return 1;
     while (i1 + 1 < n1 && f1[i1 + 1].p + x <= L) i1++;
     while (i2 + 1 < n2 && f2[i2 + 1].p + y <= L) i2++;
     while (ci < cn && cur[ci].p <= L) ci++;
@@ -3634,17 +3635,24 @@ static int _ckpt_dense_fits(const _ckpt_rep *rp, uint64_t M, int level, int nopt
    distinct stages). */
 #define _CKPT_DP_EXACT_STAGES 200
 
-/* Runs the dense or the sparse program in one unit. */
+/* Runs the dense or the sparse program in one unit. ex (or NULL): the program's set-up in the
+   exact unit with its smallest peaks, which are copied when unit is that unit and sizes are
+   rounded apart (they depend on nothing else). */
 static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                        uint64_t unit, int level, int sum_round, int dense, _ckpt_sched *out,
-                                       uint64_t *min_peak) {
+                                       uint64_t *min_peak, const _ckpt_dp *ex) {
     _ckpt_dp d;
     ckpt_result r = _ckpt_dp_setup(&d, al, c, n, budget, unit, level, sum_round);
     /* Exactness is owed up to 65,536 units, and in any unit up to _CKPT_DP_EXACT_STAGES stages:
        then only memory may stop the sparse program. */
     if (budget / unit <= 65536 || n <= _CKPT_DP_EXACT_STAGES) { d.work_limit = 1e300; d.pool_limit = (int64_t)1 << 24; }
     if (r == CKPT_OK) {
-        _ckpt_dp_minpeak(&d);
+        int q;
+        if (ex && unit == ex->unit && !sum_round)
+            for (q = 0; q < d.nfam; q++)
+                memcpy(d.minp[d.fam[q]], ex->minp[d.fam[q]], (size_t)(n + 2) * (size_t)(n + 1) * sizeof(uint64_t));
+        else
+            _ckpt_dp_minpeak(&d);
         *min_peak = d.minp[0][_CKPT_IDX(&d, 1, n)];
         if (*min_peak > budget) r = CKPT_ERR_INFEASIBLE;
     }
@@ -3677,10 +3685,10 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
 
 /* Plans in one unit: the dense table if it fits and sparse_first is 0; otherwise the sparse
    frontiers, and if those give up, the dense table in the finest unit that fits. *used gets the
-   unit that ran. */
+   unit that ran; ex as for _ckpt_persistent_in. */
 static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                          uint64_t unit, int level, int sum_round, int sparse_first, _ckpt_sched *out,
-                                         uint64_t *used) {
+                                         uint64_t *used, const _ckpt_dp *ex) {
     uint64_t mp;
     ckpt_result r;
     int nopt = _ckpt_max_options(c, n), flagged = _ckpt_flagged(c, n), fits;
@@ -3689,13 +3697,13 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
     if ((r = _ckpt_rep_make(al, c, n, &rp)) != CKPT_OK) return r;
     fits = _ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged);
     if (fits && !sparse_first)
-        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
+        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp, ex);
     else {
-        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, out, &mp);
+        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, out, &mp, ex);
         if (r == CKPT_ERR_TOO_COMPLEX) {
             for (; !fits; fits = _ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged)) unit *= 2;
             *used = unit;
-            r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp);
+            r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp, ex);
         }
     }
     _ckpt_rep_free(al, &rp);
@@ -3723,9 +3731,10 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     *unit_out = g;
     r = _ckpt_dp_setup(&d, al, c, n, budget, g, level, 0);
     if (r == CKPT_OK) { _ckpt_dp_minpeak(&d); *min_peak = d.minp[0][_CKPT_IDX(&d, 1, n)]; }
-    _ckpt_dp_free(&d);
-    if (r != CKPT_OK) return r;
-    if (*min_peak > budget) return CKPT_ERR_INFEASIBLE;
+    if (r != CKPT_OK || *min_peak > budget) {
+        _ckpt_dp_free(&d);
+        return r != CKPT_OK ? r : CKPT_ERR_INFEASIBLE;
+    }
     at_min = budget == *min_peak;
     unit = g;
     if (max_units && budget / max_units >= g && !at_min) unit = budget / max_units + (budget % max_units != 0);
@@ -3733,14 +3742,16 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     if (unit > cap && cap >= g) unit = cap;
     /* >>rounding: in a coarse unit, a + t rounded once first. Its sizes are never larger than
        a and t rounded apart, so its plan is at least as fast; kept if it fits in bytes. */
-    r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, at_min, out, unit_out);
+    r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, at_min, out, unit_out, &d);
     if (r == CKPT_OK && unit != g) {     /* (a and t rounded apart always fit) */
         double t;
         uint64_t p;
         r = _ckpt_sched_eval_into(al, c, n, out, &t, &p);
-        if (r == CKPT_OK && p > budget) r = _ckpt_persistent_unit(al, c, n, budget, unit, level, 0, 0, out, unit_out);
+        if (r == CKPT_OK && p > budget) r = _ckpt_persistent_unit(al, c, n, budget, unit, level, 0, 0, out, unit_out, &d);
     }
-    if (r == CKPT_ERR_INFEASIBLE && *unit_out != g) r = _ckpt_persistent_unit(al, c, n, budget, g, level, 0, 0, out, unit_out);
+    if (r == CKPT_ERR_INFEASIBLE && *unit_out != g)
+        r = _ckpt_persistent_unit(al, c, n, budget, g, level, 0, 0, out, unit_out, &d);
+    _ckpt_dp_free(&d);
     return r == CKPT_ERR_INFEASIBLE ? CKPT_ERR_TOO_COMPLEX : r;
 }
 

@@ -131,8 +131,8 @@ static void long_chains(void) {
                 uint64_t ma, mb;
                 double ta = 0, tb = 0;
                 uint64_t pa = 0, pb = 0;
-                ckpt_result ra = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 1, &a, &ma);
-                ckpt_result rb = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 0, &b, &mb);
+                ckpt_result ra = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 1, &a, &ma, NULL);
+                ckpt_result rb = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 0, &b, &mb, NULL);
                 CHECK(ra == CKPT_OK && rb == CKPT_OK && ma == mb, "dense %s sparse %s", ckpt_result_string(ra), ckpt_result_string(rb));
                 if (ra == CKPT_OK && rb == CKPT_OK) {
                     ckpt_schedule_simulate(c, n, a.ops, a.n_ops, &ta, &pa, NULL);
@@ -416,7 +416,7 @@ static int unit_plan(const ckpt_cost *c, int n, uint64_t budget, uint64_t unit, 
     CHECK(r == CKPT_OK, "rows: %s", ckpt_result_string(r));
     r = _ckpt_persistent_in(NULL, c, n, budget, unit, level, sum_round,
                             _ckpt_dense_fits(&rp, budget / unit, level, _ckpt_max_options(c, n), _ckpt_flagged(c, n)),
-                            &s, &mp);
+                            &s, &mp, NULL);
     _ckpt_rep_free(NULL, &rp);
     if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, t, &p);
     _ckpt_free(NULL, s.ops);
