@@ -965,7 +965,7 @@ typedef struct ckpt_plan_desc {
                                65,536 such units, unless the sparse program's frontiers pass
                                their 256 MB cap: then a coarser unit runs and a warning is
                                logged. This can take seconds for hundreds of distinct stages
-                               (about 15 s at 200: see bench/RESULTS.md); sub-chains that
+                               (about 6 s at 200: see bench/RESULTS.md); sub-chains that
                                repeat, such as a transformer's layers, are planned once, which
                                makes such chains much faster. N = round sizes up to
                                ceil(budget/N) bytes when coarser: faster, never over budget,
