@@ -3177,7 +3177,8 @@ static const _ckpt_fp _ckpt_fp_zero = {0.0, 0};
    running frontier. At a point that is not, the walk tries to skip to U, the frontier's
    _CKPT_MERGE_SKIP-th next breakpoint: the staircase and the frontier only fall, so if the
    staircase just below U is no faster than the frontier here, no point below U is faster than
-   the frontier there. work counts the points evaluated and the breakpoints skipped. */
+   the frontier there. work counts the points evaluated and the breakpoints skipped (a peak
+   where both sub-problems step counts twice, where the walk evaluated it once). */
 #define _CKPT_MERGE_SKIP 8
 static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
     const _ckpt_fp *f1 = &_ckpt_fp_zero, *f2 = &_ckpt_fp_zero, *cur = d->cur;
@@ -3211,8 +3212,10 @@ static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
             if (!_ckpt_dp_add(d, t, L)) return 0;
             cur = d->cur;   /* (an add may move the buffers) */
         } else if (ci + _CKPT_MERGE_SKIP - 1 < cn) {
-            uint64_t U = cur[ci + _CKPT_MERGE_SKIP - 1].p;
+            uint64_t U = cur[ci + _CKPT_MERGE_SKIP - 1].p;     /* (the walk ends at stop or the budget) */
             int64_t j1 = i1, j2 = i2;
+            if (U > stop) U = stop;
+            if (U > d->budget && d->budget < UINT64_MAX) U = d->budget + 1;
             while (j1 + 1 < n1 && f1[j1 + 1].p + x < U) j1++;
             while (j2 + 1 < n2 && f2[j2 + 1].p + y < U) j2++;
             if (!((c + f1[j1].t) + f2[j2].t < ct)) {
@@ -3648,7 +3651,7 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
     if (budget / unit <= 65536 || n <= _CKPT_DP_EXACT_STAGES) { d.work_limit = 1e300; d.pool_limit = (int64_t)1 << 24; }
     if (r == CKPT_OK) {
         int q;
-        if (ex && unit == ex->unit && !sum_round)
+        if (ex && unit == ex->unit && level == ex->level && !sum_round)
             for (q = 0; q < d.nfam; q++)
                 memcpy(d.minp[d.fam[q]], ex->minp[d.fam[q]], (size_t)(n + 2) * (size_t)(n + 1) * sizeof(uint64_t));
         else
@@ -3730,7 +3733,17 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     int level = _ckpt_dp_level(n), at_min;
     *unit_out = g;
     r = _ckpt_dp_setup(&d, al, c, n, budget, g, level, 0);
-    if (r == CKPT_OK) { _ckpt_dp_minpeak(&d); *min_peak = d.minp[0][_CKPT_IDX(&d, 1, n)]; }
+    if (r == CKPT_OK) {     /* keep only the smallest peaks (ex below): free the rest now */
+        uint64_t *mp[_CKPT_FIDS];
+        _ckpt_dp_minpeak(&d);
+        *min_peak = d.minp[0][_CKPT_IDX(&d, 1, n)];
+        memcpy(mp, d.minp, sizeof mp);
+        memset(d.minp, 0, sizeof d.minp);
+        _ckpt_dp_free(&d);
+        memset(&d, 0, sizeof d);
+        d.al = al; d.n = n; d.unit = g; d.level = level;
+        memcpy(d.minp, mp, sizeof mp);
+    }
     if (r != CKPT_OK || *min_peak > budget) {
         _ckpt_dp_free(&d);
         return r != CKPT_OK ? r : CKPT_ERR_INFEASIBLE;
