@@ -3638,9 +3638,9 @@ static int _ckpt_dense_fits(const _ckpt_rep *rp, uint64_t M, int level, int nopt
    distinct stages). */
 #define _CKPT_DP_EXACT_STAGES 200
 
-/* Runs the dense or the sparse program in one unit. ex (or NULL): the program's set-up in the
-   exact unit with its smallest peaks, which are copied when unit is that unit and sizes are
-   rounded apart (they depend on nothing else). */
+/* Runs the dense or the sparse program in one unit. ex (or NULL): the smallest peaks in the
+   exact unit (ex->minp, with its unit and level; the rest of ex is freed), copied when the unit
+   and level are those and sizes are rounded apart (they depend on nothing else). */
 static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                        uint64_t unit, int level, int sum_round, int dense, _ckpt_sched *out,
                                        uint64_t *min_peak, const _ckpt_dp *ex) {
