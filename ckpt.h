@@ -3180,6 +3180,10 @@ static const _ckpt_fp _ckpt_fp_zero = {0.0, 0};
    the frontier there. work counts the points evaluated and the breakpoints skipped (a peak
    where both sub-problems step counts twice, where the walk evaluated it once). */
 #define _CKPT_MERGE_SKIP 8
+/* The peak of f's breakpoint after i, shifted by x (UINT64_MAX: none). */
+static uint64_t _ckpt_fp_next(const _ckpt_fp *f, int64_t i, int64_t n, uint64_t x) {
+    return i + 1 < n ? f[i + 1].p + x : UINT64_MAX;
+}
 static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
     const _ckpt_fp *f1 = &_ckpt_fp_zero, *f2 = &_ckpt_fp_zero, *cur = d->cur;
     int64_t i1 = 0, i2 = 0, n1 = 1, n2 = 1, ci = 0, lo = 0, hi = d->cur_n, cn = d->cur_n, work = 0;
@@ -3201,8 +3205,8 @@ static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
     while (ci < cn && cur[ci].p <= L) ci++;
     /* the next breakpoints of the two sub-problems and of the frontier (UINT64_MAX: none), and
        the frontier's time at L (none yet: every point is faster) */
-    q1 = i1 + 1 < n1 ? f1[i1 + 1].p + x : UINT64_MAX;
-    q2 = i2 + 1 < n2 ? f2[i2 + 1].p + y : UINT64_MAX;
+    q1 = _ckpt_fp_next(f1, i1, n1, x);
+    q2 = _ckpt_fp_next(f2, i2, n2, y);
     cp = ci < cn ? cur[ci].p : UINT64_MAX;
     ct = ci ? cur[ci - 1].t : INFINITY;
     for (;;) {
@@ -3221,14 +3225,14 @@ static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
             if (!((c + f1[j1].t) + f2[j2].t < ct)) {
                 work += (j1 - i1) + (j2 - i2);
                 i1 = j1; i2 = j2;
-                q1 = i1 + 1 < n1 ? f1[i1 + 1].p + x : UINT64_MAX;
-                q2 = i2 + 1 < n2 ? f2[i2 + 1].p + y : UINT64_MAX;
+                q1 = _ckpt_fp_next(f1, i1, n1, x);
+                q2 = _ckpt_fp_next(f2, i2, n2, y);
             }
         }
         L = q1 < q2 ? q1 : q2;
         if (L > d->budget || L >= stop) break;     /* (L = UINT64_MAX: no breakpoint left) */
-        if (q1 == L) { i1++; q1 = i1 + 1 < n1 ? f1[i1 + 1].p + x : UINT64_MAX; }
-        if (q2 == L) { i2++; q2 = i2 + 1 < n2 ? f2[i2 + 1].p + y : UINT64_MAX; }
+        if (q1 == L) q1 = _ckpt_fp_next(f1, ++i1, n1, x);
+        if (q2 == L) q2 = _ckpt_fp_next(f2, ++i2, n2, y);
         if (cp <= L) {
             do ci++; while (ci < cn && cur[ci].p <= L);
             cp = ci < cn ? cur[ci].p : UINT64_MAX;
@@ -3741,7 +3745,7 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
         memset(d.minp, 0, sizeof d.minp);
         _ckpt_dp_free(&d);
         memset(&d, 0, sizeof d);
-        d.al = al; d.n = n; d.unit = g; d.level = level;
+        d.al = al; d.unit = g; d.level = level;
         memcpy(d.minp, mp, sizeof mp);
     }
     if (r != CKPT_OK || *min_peak > budget) {
