@@ -65,6 +65,9 @@
                            host allocator (u is the user pointer of ckpt_allocator, may be
                            NULL). Define both or neither. A ckpt_allocator in a desc wins.
    CKPT_ASSERT(c)          internal invariant check (default assert). Never used for bad input.
+   CKPT_NO_THREADS         leave out <pthread.h>: ckpt_plan_desc.threads is then ignored (it
+                           is included by default on POSIX systems; with glibc before 2.34,
+                           link with -pthread).
    CKPT_MAX_STAGES         largest chain accepted (default 4096).
    CKPT_CUBIC_MAX_STAGES   longest chain the optimal and greedy policies plan (default 1024:
                            their cost grows as n^3); longer ones get CKPT_ERR_TOO_COMPLEX, and
@@ -80,7 +83,8 @@
    MEMORY
    ------
    The library allocates host memory (chain, plans, schedules) through the allocator in the desc,
-   else CKPT_MALLOC/CKPT_FREE, else malloc/free. Device memory comes only from the backend: one
+   else CKPT_MALLOC/CKPT_FREE, else malloc/free (from several threads at once when planning with
+   ckpt_plan_desc.threads > 1: COST MODEL). Device memory comes only from the backend: one
    arena per plan, allocated by ckpt_chain_plan and freed by the next plan or by
    ckpt_chain_destroy. Every buffer in it has an offset fixed at plan time, so a training step
    allocates nothing. The caller owns X[0] (the input), G[0] (the input gradient) and G[n] (the
@@ -136,6 +140,12 @@
    budget may still plan, where a plan of larger peak has a smaller arena.
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
+   Planning threads: with ckpt_plan_desc.threads > 1 the long-chain program (chains beyond the
+   exact search) runs on that many threads, the caller among them, at most one per 16 stages;
+   they start within each planning call and end before it returns. The plan and its info are
+   the same for every count. Its sparse frontiers (max_units 0, and min_budget's plan) then
+   allocate host memory from those threads, so the allocator must be thread-safe (malloc is).
+   Without POSIX threads, or with CKPT_NO_THREADS, the caller plans alone.
 
    TAPE OPTIONS (selective recomputation inside a stage)
    ------------
@@ -965,15 +975,15 @@ typedef struct ckpt_plan_desc {
                                65,536 such units, unless the sparse program's frontiers pass
                                their 256 MB cap: then a coarser unit runs and a warning is
                                logged. This can take seconds for hundreds of distinct stages
-                               (about 6 s at 200: see bench/RESULTS.md); sub-chains that
-                               repeat, such as a transformer's layers, are planned once, which
-                               makes such chains much faster. N = round sizes up to
-                               ceil(budget/N) bytes when coarser: faster, never over budget,
-                               optimal only in that unit (a budget equal to the smallest peak
-                               plans in the exact unit). A stage's output and tape are first
-                               rounded as one sum (as rotor does); if that plan's peak in bytes
-                               is over budget, each is rounded up alone. info.unit says which
-                               unit was used. */
+                               (about 6 s at 200, 3.3 s on 2 threads: see bench/RESULTS.md);
+                               sub-chains that repeat, such as a transformer's layers, are
+                               planned once, which makes such chains much faster. N = round
+                               sizes up to ceil(budget/N) bytes when coarser: faster, never over
+                               budget, optimal only in that unit (a budget equal to the smallest
+                               peak plans in the exact unit). A stage's output and tape are
+                               first rounded as one sum (as rotor does); if that plan's peak in
+                               bytes is over budget, each is rounded up alone. info.unit says
+                               which unit was used. */
     ckpt_logger logger;     /* where planning errors go; unset (fn NULL): none for ckpt_plan_create,
                                the chain's logger for ckpt_chain_plan */
     ckpt_allocator allocator;   /* ckpt_plan_create's host memory; ckpt_chain_plan uses the chain's */
@@ -989,6 +999,10 @@ typedef struct ckpt_plan_desc {
                                    allocating the new ones, and a failed allocation leaves the chain
                                    with no plan; 1 allocates first, holding both at once, and keeps
                                    the old plan on failure */
+    int threads;                /* optimal (and offload), long chains: planning threads, the caller
+                                   among them (0 or 1: the caller alone); the plan is the same
+                                   with any count. The allocator must then be thread-safe: see
+                                   "Planning threads" in COST MODEL. */
 } ckpt_plan_desc;
 
 /* F and B compute; O and P copy a buffer to the pinned host pool and back, W waits for an O's
@@ -1415,6 +1429,13 @@ CKPT_API void ckpt_trace_free(ckpt_trace *trace);
 #include <float.h>
 #include <limits.h>
 #include <time.h>   /* ckpt_chain_measure's host clock */
+/* >>threads: ckpt_plan_desc.threads runs on POSIX threads, where the system has them */
+#if !defined(CKPT_NO_THREADS) && (defined(__unix__) || defined(__APPLE__))
+#include <pthread.h>
+#define _CKPT_THREADS 1
+#else
+#define _CKPT_THREADS 0
+#endif
 
 #if defined(CKPT_MALLOC) != defined(CKPT_FREE)
 #error "ckpt.h: define both CKPT_MALLOC and CKPT_FREE, or neither"
@@ -2764,9 +2785,12 @@ typedef struct _ckpt_dp {
     int flagged, win;               /* a stage has CKPT_STAGE_NO_CHECKPOINT; the largest Drop window */
     int fam[_CKPT_FIDS];            /* the nfam family ids in use, in the order they are computed */
     int slot[_CKPT_FIDS];           /* family id -> its index in fam (the dense table's) */
-    _ckpt_opt *opts;                /* the options of one sub-problem */
+    _ckpt_opt *opts;                /* the options of one sub-problem (room for n_opts) */
+    size_t n_opts;
     _ckpt_fp *pool, *cand, *cur, *tmp;  /* cand: one option's staircase; cur: the running frontier */
     int64_t pool_n, pool_cap, cand_n, cur_n, buf_cap, pool_limit;
+    _ckpt_fp *stage;                /* frontiers made this diagonal, before they go to the pool */
+    int64_t stage_n, stage_cap;
     double work, work_limit;        /* points merged so far, and the allowance */
 } _ckpt_dp;
 
@@ -2850,24 +2874,51 @@ static int _ckpt_dp_fold(_ckpt_dp *d) {
     return 1;
 }
 
-/* Moves the running frontier of (s,t) in family f into the pool. */
-static ckpt_result _ckpt_dp_commit(_ckpt_dp *d, int s, int t, int f) {
-    if (d->pool_n + d->cur_n > d->pool_cap) {
+/* Moves the running frontier of (s,t) in family f to the stage (fs < 0: -1 - its place there);
+   0: out of memory. */
+static int _ckpt_dp_stage(_ckpt_dp *d, int s, int t, int f) {
+    if (d->stage_n + d->cur_n > d->stage_cap) {
+        int64_t cap = d->stage_cap ? d->stage_cap : 1024;
+        _ckpt_fp *p2;
+        while (cap < d->stage_n + d->cur_n) cap *= 2;
+        if (!(p2 = (_ckpt_fp *)_ckpt_malloc(d->al, (size_t)cap * sizeof *p2))) return 0;
+        if (d->stage_n) memcpy(p2, d->stage, (size_t)d->stage_n * sizeof *p2);
+        _ckpt_free(d->al, d->stage);
+        d->stage = p2; d->stage_cap = cap;
+    }
+    if (d->cur_n) memcpy(d->stage + d->stage_n, d->cur, (size_t)d->cur_n * sizeof *d->cur);
+    d->fs[f][_CKPT_IDX(d, s, t)] = -1 - d->stage_n;
+    d->fl[f][_CKPT_IDX(d, s, t)] = (int32_t)d->cur_n;
+    d->stage_n += d->cur_n;
+    d->cur_n = 0;
+    return 1;
+}
+
+/* The frontier of (s,t) in family f and its length: in the pool, or staged in d's stage. */
+static const _ckpt_fp *_ckpt_dp_front(const _ckpt_dp *d, int s, int t, int f, int64_t *len) {
+    int64_t at = d->fs[f][_CKPT_IDX(d, s, t)];
+    *len = d->fl[f][_CKPT_IDX(d, s, t)];
+    return at < 0 ? d->stage + (-1 - at) : d->pool + at;
+}
+
+/* Moves the frontier of (s,t) in family f from the stage of `from` into d's pool. */
+static ckpt_result _ckpt_dp_commit(_ckpt_dp *d, const _ckpt_dp *from, int s, int t, int f) {
+    int64_t len;
+    const _ckpt_fp *src = _ckpt_dp_front(from, s, t, f, &len);
+    if (d->pool_n + len > d->pool_cap) {
         int64_t cap = d->pool_cap ? d->pool_cap : 4096;
         _ckpt_fp *p2;
-        if (d->pool_n + d->cur_n > d->pool_limit) return CKPT_ERR_TOO_COMPLEX;
-        while (cap < d->pool_n + d->cur_n) cap *= 2;
+        if (d->pool_n + len > d->pool_limit) return CKPT_ERR_TOO_COMPLEX;
+        while (cap < d->pool_n + len) cap *= 2;
         p2 = (_ckpt_fp *)_ckpt_malloc(d->al, (size_t)cap * sizeof *p2);
         if (!p2) return CKPT_ERR_OUT_OF_HOST_MEMORY;
         if (d->pool_n) memcpy(p2, d->pool, (size_t)d->pool_n * sizeof *p2);
         _ckpt_free(d->al, d->pool);
         d->pool = p2; d->pool_cap = cap;
     }
-    if (d->cur_n) memcpy(d->pool + d->pool_n, d->cur, (size_t)d->cur_n * sizeof *d->cur);
+    if (len) memcpy(d->pool + d->pool_n, src, (size_t)len * sizeof *src);
     d->fs[f][_CKPT_IDX(d, s, t)] = d->pool_n;
-    d->fl[f][_CKPT_IDX(d, s, t)] = (int32_t)d->cur_n;
-    d->pool_n += d->cur_n;
-    d->cur_n = 0;
+    d->pool_n += len;
     return CKPT_OK;
 }
 
@@ -3145,7 +3196,174 @@ static uint64_t _ckpt_splits0_minp(const _ckpt_dp *d, int s, int t) {
     return best;
 }
 
-/* The smallest peak of every sub-problem: the options with max/min instead of frontiers. */
+/* >>threads: a team of workers for the program's loops over independent items (ckpt_plan_desc.
+   threads). Worker 0 is the caller; workers 1.. are threads started with the team, which wait
+   for each run and take items until none is left (if one cannot start, the others take its
+   share). Worker w works on its copy wd[w] of the program (wd[0]: the program itself), with its
+   own options and frontier buffers: _ckpt_team_sync copies the rest from the program before a
+   run. Which worker takes which item changes nothing in the result. */
+#if _CKPT_THREADS
+typedef struct _ckpt_mate { struct _ckpt_team *t; int w; pthread_t th; } _ckpt_mate;
+#endif
+typedef struct _ckpt_team {
+    _ckpt_dp *d, **wd;          /* the program; per worker, its copy */
+    int workers, started;       /* workers wanted (1: the caller alone); threads running */
+    int next, n;                /* the run's next item not yet taken, and its item count */
+    void (*fn)(struct _ckpt_team *t, int w, int i);
+    /* items taken in order, item i only once ready(t, i); fin(t, i) once it is done (both
+       under the lock; NULL: items are independent) */
+    int (*ready)(struct _ckpt_team *t, int i);
+    void (*fin)(struct _ckpt_team *t, int i);
+    void *arg;                  /* the run's own data */
+#if _CKPT_THREADS
+    int gen, busy, quit;        /* runs so far; threads not done with this one; stop */
+    pthread_mutex_t mu;
+    pthread_cond_t go, done, tick;  /* a run starts; the threads are done; an item is done */
+    _ckpt_mate *mate;           /* per worker: its thread (1..) */
+#endif
+} _ckpt_team;
+
+#if _CKPT_THREADS
+/* Worker w takes items until none is left (holding the lock, except while it runs one). An item
+   not ready waits for one to be done: the items before it are all taken, so one is running. */
+static void _ckpt_team_loop(_ckpt_team *t, int w) {
+    while (t->next < t->n) {
+        int i = t->next;
+        if (t->ready && !t->ready(t, i)) { pthread_cond_wait(&t->tick, &t->mu); continue; }
+        t->next++;
+        pthread_mutex_unlock(&t->mu);
+        t->fn(t, w, i);
+        pthread_mutex_lock(&t->mu);
+        if (t->fin) { t->fin(t, i); pthread_cond_broadcast(&t->tick); }
+    }
+}
+
+static void *_ckpt_team_main(void *arg) {
+    _ckpt_mate *m = (_ckpt_mate *)arg;
+    _ckpt_team *t = m->t;
+    int seen = 0;
+    pthread_mutex_lock(&t->mu);
+    for (;;) {
+        while (t->gen == seen && !t->quit) pthread_cond_wait(&t->go, &t->mu);
+        if (t->quit) break;
+        seen = t->gen;
+        _ckpt_team_loop(t, m->w);
+        if (--t->busy == 0) pthread_cond_signal(&t->done);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+#endif
+
+/* Stops the threads and frees the copies' own buffers (not d's). */
+static void _ckpt_team_free(_ckpt_team *t) {
+    const ckpt_allocator *al = t->d->al;
+    int w;
+#if _CKPT_THREADS
+    if (t->mate) {
+        pthread_mutex_lock(&t->mu);
+        t->quit = 1;
+        pthread_cond_broadcast(&t->go);
+        pthread_mutex_unlock(&t->mu);
+        for (w = 1; w <= t->started; w++) pthread_join(t->mate[w].th, NULL);
+        pthread_mutex_destroy(&t->mu); pthread_cond_destroy(&t->go); pthread_cond_destroy(&t->done);
+        pthread_cond_destroy(&t->tick);
+        _ckpt_free(al, t->mate);
+    }
+#endif
+    for (w = 1; t->wd && w < t->workers; w++)
+        if (t->wd[w]) {
+            _ckpt_free(al, t->wd[w]->opts); _ckpt_free(al, t->wd[w]->cand); _ckpt_free(al, t->wd[w]->cur);
+            _ckpt_free(al, t->wd[w]->tmp); _ckpt_free(al, t->wd[w]->stage); _ckpt_free(al, t->wd[w]);
+        }
+    _ckpt_free(al, t->wd);
+    memset(t, 0, sizeof *t);
+}
+
+/* A team of up to `threads` workers for d, as many as a chain of d->n stages can use (one per
+   _CKPT_TEAM_STAGES stages); 0: out of memory (_ckpt_team_free frees either way). */
+#define _CKPT_TEAM_STAGES 16
+static int _ckpt_team_init(_ckpt_team *t, _ckpt_dp *d, int threads) {
+    const ckpt_allocator *al = d->al;
+    int w, most = (d->n + _CKPT_TEAM_STAGES - 1) / _CKPT_TEAM_STAGES;
+    memset(t, 0, sizeof *t);
+    t->d = d;
+    t->workers = _CKPT_THREADS && threads > 1 ? (threads < most ? threads : most) : 1;
+    if (!(t->wd = (_ckpt_dp **)_ckpt_calloc(al, (size_t)t->workers, sizeof *t->wd))) return 0;
+    t->wd[0] = d;
+    for (w = 1; w < t->workers; w++) {
+        if (!(t->wd[w] = (_ckpt_dp *)_ckpt_calloc(al, 1, sizeof(_ckpt_dp)))) return 0;
+        if (!(t->wd[w]->opts = (_ckpt_opt *)_ckpt_calloc(al, d->n_opts, sizeof(_ckpt_opt)))) return 0;
+    }
+#if _CKPT_THREADS
+    if (t->workers > 1) {
+        pthread_cond_t *cv[3];
+        int made = -1;      /* the mutex and how many conditions were made; all four: the threads */
+        cv[0] = &t->go; cv[1] = &t->done; cv[2] = &t->tick;
+        if (!(t->mate = (_ckpt_mate *)_ckpt_calloc(al, (size_t)t->workers, sizeof *t->mate))) return 0;
+        if (pthread_mutex_init(&t->mu, NULL) == 0)
+            for (made = 0; made < 3 && pthread_cond_init(cv[made], NULL) == 0; made++) {}
+        if (made < 3) {     /* (the caller plans alone) */
+            while (made > 0) pthread_cond_destroy(cv[--made]);
+            if (made == 0) pthread_mutex_destroy(&t->mu);
+            _ckpt_free(al, t->mate); t->mate = NULL;
+            return 1;
+        }
+        for (w = 1; w < t->workers; w++) {
+            t->mate[w].t = t; t->mate[w].w = w;
+            if (pthread_create(&t->mate[w].th, NULL, _ckpt_team_main, &t->mate[w]) != 0) break;
+            t->started = w;
+        }
+    }
+#endif
+    return 1;
+}
+
+#if _CKPT_THREADS
+/* Each copy takes the program's fields but keeps its own buffers (opts, cand, cur, tmp, stage)
+   and work count (0: what it adds this run). */
+static void _ckpt_team_sync(_ckpt_team *t) {
+    int w;
+    for (w = 1; w < t->workers; w++) {
+        _ckpt_dp *c = t->wd[w], keep = *c;
+        *c = *t->d;
+        c->opts = keep.opts; c->cand = keep.cand; c->cur = keep.cur; c->tmp = keep.tmp;
+        c->buf_cap = keep.buf_cap; c->cand_n = c->cur_n = 0; c->work = 0.0;
+        c->stage = keep.stage; c->stage_cap = keep.stage_cap; c->stage_n = 0;
+    }
+}
+#endif
+
+/* fn(t, w, i) for i = 0..n-1, by every worker (by the caller alone, in order, with no thread
+   running: every item is then ready when taken); returns when all are done. */
+static void _ckpt_team_run(_ckpt_team *t, int n, void (*fn)(_ckpt_team *, int, int), int (*ready)(_ckpt_team *, int),
+                           void (*fin)(_ckpt_team *, int), void *arg) {
+    int i;
+    t->fn = fn; t->ready = ready; t->fin = fin; t->arg = arg;
+#if _CKPT_THREADS
+    if (t->started && n > 1) {
+        _ckpt_team_sync(t);
+        pthread_mutex_lock(&t->mu);
+        t->next = 0; t->n = n; t->gen++; t->busy = t->started;
+        pthread_cond_broadcast(&t->go);
+        _ckpt_team_loop(t, 0);
+        while (t->busy) pthread_cond_wait(&t->done, &t->mu);
+        pthread_mutex_unlock(&t->mu);
+        return;
+    }
+#endif
+    for (i = 0; i < n; i++) fn(t, 0, i);
+}
+
+/* A team of one: the caller alone, on d (ptr holds wd[0]). */
+static _ckpt_team *_ckpt_team_one(_ckpt_team *t, _ckpt_dp *d, _ckpt_dp **ptr) {
+    memset(t, 0, sizeof *t);
+    *ptr = d; t->d = d; t->wd = ptr; t->workers = 1;
+    return t;
+}
+
+/* The smallest peak of every sub-problem: the options with max/min instead of frontiers. (The
+   caller alone: run by the team, it was slower, each diagonal's work being small.) */
 static void _ckpt_dp_minpeak(_ckpt_dp *d) {
     int n = d->n, len, s, i, q;
     uint64_t saved = d->budget;
@@ -3189,8 +3407,8 @@ static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
     int64_t i1 = 0, i2 = 0, n1 = 1, n2 = 1, ci = 0, lo = 0, hi = d->cur_n, cn = d->cur_n, work = 0;
     uint64_t L, stop, x = o->o1, y = o->o2, q1, q2, cp;
     double tmin, c = o->c, ct;
-    if (o->s1) { f1 = d->pool + d->fs[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; n1 = d->fl[o->f1][_CKPT_IDX(d, o->s1, o->t1)]; }
-    if (o->s2) { f2 = d->pool + d->fs[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; n2 = d->fl[o->f2][_CKPT_IDX(d, o->s2, o->t2)]; }
+    if (o->s1) f1 = _ckpt_dp_front(d, o->s1, o->t1, o->f1, &n1);
+    if (o->s2) f2 = _ckpt_dp_front(d, o->s2, o->t2, o->f2, &n2);
     if (!n1 || !n2) return 1;
     L = _ckpt_max3(o->floor, f1[0].p + x, f2[0].p + y);
     if (L > d->budget) return 1;
@@ -3243,34 +3461,84 @@ static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
     return d->cand_n ? _ckpt_dp_fold(d) : 1;
 }
 
-static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d) {
-    int n = d->n, len, s, i, q;
-    ckpt_result r;
-    for (len = 0; len < n; len++)
-        for (s = 1; s + len <= n; s++)
-            for (q = 0; q < d->nfam; q++) {
-                int f = d->fam[q], s0 = d->rep.first[d->rep.row[_CKPT_IDX(d, s, s + len)]];
+/* A diagonal of the sparse program: its length, per s the worker that staged (s, s + len), per
+   worker how its items ended. */
+typedef struct _ckpt_fdiag { int len; int *who; ckpt_result *res; double work0; } _ckpt_fdiag;
+
+/* Worker w's item of a diagonal, sub-problem (s, s + len) with s = i + 1: its frontiers into the
+   worker's stage. A worker stops at its first failure; running out of the work allowance or of
+   the pool's cap alone means the diagonal as a whole does too. */
+static void _ckpt_frontier_item(_ckpt_team *team, int w, int i) {
+    _ckpt_dp *d = team->wd[w];
+    _ckpt_fdiag *g = (_ckpt_fdiag *)team->arg;
+    int len = g->len, s = i + 1, q, k;
+    if (d->rep.first[d->rep.row[_CKPT_IDX(d, s, s + len)]] < s) return;
+    g->who[s] = w;
+    for (q = 0; q < d->nfam && g->res[w] == CKPT_OK; q++) {
+        int f = d->fam[q];
+        if (d->minp[f][_CKPT_IDX(d, s, s + len)] <= d->budget) {
+            int no = _ckpt_dp_options(d, s, s + len, f);
+            for (k = 0; k < no && g->res[w] == CKPT_OK; k++)
+                if (!_ckpt_dp_merge(d, &d->opts[k])) g->res[w] = CKPT_ERR_OUT_OF_HOST_MEMORY;
+        }
+        if (g->res[w] == CKPT_OK && !_ckpt_dp_stage(d, s, s + len, f)) g->res[w] = CKPT_ERR_OUT_OF_HOST_MEMORY;
+        if (g->res[w] == CKPT_OK && (d->pool_n + d->stage_n > d->pool_limit ||
+                                     (w ? g->work0 : 0.0) + d->work > d->work_limit))
+            g->res[w] = CKPT_ERR_TOO_COMPLEX;
+    }
+}
+
+/* The frontiers, a diagonal at a time by the team (NULL: the caller alone); then its staged
+   frontiers go to the pool in order, s ascending. The caller alone also runs a diagonal after
+   one of little work (options and points merged, at most _CKPT_TEAM_WORK), where starting the
+   team costs more (as on a chain of repeats at its smallest peak). */
+#define _CKPT_TEAM_WORK 16384
+static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d, _ckpt_team *team) {
+    int n = d->n, len, s, q, w;
+    double last = 0.0;              /* the work of the diagonal before */
+    ckpt_result r = CKPT_OK;
+    _ckpt_team one, *run;
+    _ckpt_dp *ptr;
+    _ckpt_fdiag g;
+    _ckpt_team_one(&one, d, &ptr);
+    if (!team) team = &one;
+    g.who = (int *)_ckpt_calloc(d->al, (size_t)n + 1, sizeof(int));
+    g.res = (ckpt_result *)_ckpt_calloc(d->al, (size_t)team->workers, sizeof(ckpt_result));
+    if (!g.who || !g.res) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+    for (len = 0; len < n && r == CKPT_OK; len++) {
+        int owned = 0;
+        run = last > _CKPT_TEAM_WORK ? team : &one;
+        g.len = len; g.work0 = d->work;
+        _ckpt_team_run(run, n - len, _ckpt_frontier_item, NULL, NULL, &g);
+        for (w = 0; w < team->workers; w++) {
+            if (w) { d->work += team->wd[w]->work; team->wd[w]->work = 0.0; }
+            if (g.res[w] != CKPT_OK && (r == CKPT_OK || g.res[w] == CKPT_ERR_OUT_OF_HOST_MEMORY)) r = g.res[w];
+        }
+        for (s = 1; s + len <= n; s++) owned += d->rep.first[d->rep.row[_CKPT_IDX(d, s, s + len)]] == s;
+        last = d->work - g.work0 + (double)owned * (len + 1) * d->nfam;
+        for (s = 1; s + len <= n && r == CKPT_OK; s++) {
+            int s0 = d->rep.first[d->rep.row[_CKPT_IDX(d, s, s + len)]];
+            for (q = 0; q < d->nfam && r == CKPT_OK; q++) {
+                int f = d->fam[q];
                 if (s0 < s) {
                     d->fs[f][_CKPT_IDX(d, s, s + len)] = d->fs[f][_CKPT_IDX(d, s0, s0 + len)];
                     d->fl[f][_CKPT_IDX(d, s, s + len)] = d->fl[f][_CKPT_IDX(d, s0, s0 + len)];
-                    continue;
-                }
-                if (d->minp[f][_CKPT_IDX(d, s, s + len)] <= d->budget) {
-                    int no = _ckpt_dp_options(d, s, s + len, f);
-                    for (i = 0; i < no; i++)
-                        if (!_ckpt_dp_merge(d, &d->opts[i])) return CKPT_ERR_OUT_OF_HOST_MEMORY;
-                }
-                if ((r = _ckpt_dp_commit(d, s, s + len, f)) != CKPT_OK) return r;
-                if (d->work > d->work_limit) return CKPT_ERR_TOO_COMPLEX;
+                } else
+                    r = _ckpt_dp_commit(d, team->wd[g.who[s]], s, s + len, f);
             }
-    return CKPT_OK;
+        }
+        if (r == CKPT_OK && d->work > d->work_limit) r = CKPT_ERR_TOO_COMPLEX;
+        for (w = 0; w < team->workers; w++) team->wd[w]->stage_n = 0;
+    }
+    _ckpt_free(d->al, g.who); _ckpt_free(d->al, g.res);
+    return r;
 }
 
 /* Minimum time of (s,t) in family f with peak <= L (DBL_MAX if none). */
 static double _ckpt_dp_best(const _ckpt_dp *d, int s, int t, int f, uint64_t L) {
-    const _ckpt_fp *p = d->pool + d->fs[f][_CKPT_IDX(d, s, t)];
-    int lo = 0, hi = d->fl[f][_CKPT_IDX(d, s, t)];
-    while (lo < hi) { int m = (lo + hi) / 2; if (p[m].p <= L) lo = m + 1; else hi = m; }
+    int64_t lo = 0, hi;
+    const _ckpt_fp *p = _ckpt_dp_front(d, s, t, f, &hi);
+    while (lo < hi) { int64_t m = (lo + hi) / 2; if (p[m].p <= L) lo = m + 1; else hi = m; }
     return lo == 0 ? DBL_MAX : p[lo - 1].t;
 }
 
@@ -3351,7 +3619,8 @@ static ckpt_result _ckpt_dp_setup(_ckpt_dp *d, const ckpt_allocator *al, const c
     d->WB = (uint64_t *)_ckpt_calloc(al, (size_t)n + 1, sizeof(uint64_t));
     d->sweep = (uint64_t *)_ckpt_calloc(al, nn, sizeof(uint64_t));
     /* (h) adds up to 10 sweeps' options per (q0, q) on chains with flags */
-    d->opts = (_ckpt_opt *)_ckpt_calloc(al, (d->flagged ? 12 : 1) * per, sizeof(_ckpt_opt));
+    d->n_opts = (d->flagged ? 12 : 1) * per;
+    d->opts = (_ckpt_opt *)_ckpt_calloc(al, d->n_opts, sizeof(_ckpt_opt));
     if (!d->A || !d->TS || !d->TO || !d->WF || !d->WB || !d->sweep || !d->opts) return CKPT_ERR_OUT_OF_HOST_MEMORY;
     if (_ckpt_rep_make(al, c, n, &d->rep) != CKPT_OK) return CKPT_ERR_OUT_OF_HOST_MEMORY;
     for (q = 0; q < d->nfam; q++) {
@@ -3389,7 +3658,7 @@ static void _ckpt_dp_free(_ckpt_dp *d) {
     _ckpt_free(al, d->A); _ckpt_free(al, d->TS); _ckpt_free(al, d->TO); _ckpt_free(al, d->WF); _ckpt_free(al, d->WB);
     _ckpt_free(al, d->sweep); _ckpt_free(al, d->opts); _ckpt_rep_free(al, &d->rep);
     for (f = 0; f < _CKPT_FIDS; f++) { _ckpt_free(al, d->minp[f]); _ckpt_free(al, d->fs[f]); _ckpt_free(al, d->fl[f]); }
-    _ckpt_free(al, d->pool);
+    _ckpt_free(al, d->pool); _ckpt_free(al, d->stage);
     _ckpt_free(al, d->cand); _ckpt_free(al, d->cur); _ckpt_free(al, d->tmp);
 }
 
@@ -3406,27 +3675,41 @@ typedef struct _ckpt_dense {
     double *tab;            /* (M+1) doubles per (f, row) */
     double *sum;            /* (K+2) doubles per (f, row) */
     double *zeros;          /* M+2 zeros: a missing row, or its summary */
-    unsigned char *done;    /* per >>repeats row: computed */
-    double *fsum;           /* per s of a tile, f_s + .. + f_j for j up to its end (n+1 doubles) */
+    int32_t *owner;         /* per >>repeats row: 1 + the tile that computes it */
+    unsigned char *own;     /* per (s,t): 1 where its row is computed, 2 when family 0 is feasible too */
+    int nt;                 /* tiles per side */
+    int32_t *need;          /* per tile: the last tile that must be done before it, beyond the
+                               two below it (-1: none) */
+    unsigned char *fin;     /* per tile: done */
+    int prefix;             /* the tiles done first to last: 0..prefix-1 */
+    double *fsum;           /* per >>threads worker, per s of a tile, f_s + .. + f_j for j up to its
+                               end (n+1 doubles) */
 } _ckpt_dense;
 #define _CKPT_TILE 16
 
-/* The table of d in M = budget / unit units; 0: out of memory (_ckpt_dense_free frees either way). */
-static int _ckpt_dense_alloc(_ckpt_dense *D, _ckpt_dp *d) {
+/* The table of d in M = budget / unit units, for `workers` workers; 0: out of memory
+   (_ckpt_dense_free frees either way). */
+static int _ckpt_dense_alloc(_ckpt_dense *D, _ckpt_dp *d, int workers) {
     const ckpt_allocator *al = d->al;
+    int n = d->n;
+    memset(D, 0, sizeof *D);
     D->d = d; D->M = (int64_t)(d->budget / d->unit); D->K = (D->M + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP;
+    D->nt = (n + _CKPT_TILE - 1) / _CKPT_TILE;
     D->fam = (size_t)d->rep.n_rows * (size_t)(D->M + 1);
     D->tab = (double *)_ckpt_malloc(al, (size_t)d->nfam * D->fam * sizeof(double));
     D->sum = (double *)_ckpt_malloc(al, (size_t)d->nfam * (size_t)d->rep.n_rows * (size_t)(D->K + 2) * sizeof(double));
     D->zeros = (double *)_ckpt_calloc(al, (size_t)D->M + 2, sizeof(double));
-    D->done = (unsigned char *)_ckpt_calloc(al, (size_t)d->rep.n_rows, 1);
-    D->fsum = (double *)_ckpt_malloc(al, (size_t)_CKPT_TILE * (size_t)(d->n + 1) * sizeof(double));
-    return D->tab && D->sum && D->zeros && D->done && D->fsum;
+    D->owner = (int32_t *)_ckpt_calloc(al, (size_t)d->rep.n_rows, sizeof(int32_t));
+    D->own = (unsigned char *)_ckpt_calloc(al, (size_t)(n + 2) * (size_t)(n + 1), 1);
+    D->need = (int32_t *)_ckpt_malloc(al, (size_t)D->nt * (size_t)(D->nt + 1) / 2 * sizeof(int32_t));
+    D->fin = (unsigned char *)_ckpt_calloc(al, (size_t)D->nt * (size_t)(D->nt + 1) / 2, 1);
+    D->fsum = (double *)_ckpt_malloc(al, (size_t)workers * _CKPT_TILE * (size_t)(n + 1) * sizeof(double));
+    return D->tab && D->sum && D->zeros && D->owner && D->own && D->need && D->fin && D->fsum;
 }
 static void _ckpt_dense_free(_ckpt_dense *D) {
     const ckpt_allocator *al = D->d->al;
-    _ckpt_free(al, D->tab); _ckpt_free(al, D->sum); _ckpt_free(al, D->zeros); _ckpt_free(al, D->done);
-    _ckpt_free(al, D->fsum);
+    _ckpt_free(al, D->tab); _ckpt_free(al, D->sum); _ckpt_free(al, D->zeros); _ckpt_free(al, D->owner);
+    _ckpt_free(al, D->own); _ckpt_free(al, D->need); _ckpt_free(al, D->fin); _ckpt_free(al, D->fsum);
 }
 
 static double *_ckpt_row(const _ckpt_dense *D, int s, int t, int f) {
@@ -3519,70 +3802,133 @@ static void _ckpt_dense_split0(const _ckpt_dense *D, double *cur, int t, int j, 
     _ckpt_dense_run(D, cur, fsum, lo, x, 0, _ckpt_sum(D, j + 1, t, 0), _ckpt_row(D, j + 1, t, 0), s2, r2);
 }
 
+/* Tile number i counts the tiles in the order below: diagonal dd, then b (s0 = b T + 1). */
+static int _ckpt_tile_no(const _ckpt_dense *D, int dd, int b) { return dd * D->nt - dd * (dd - 1) / 2 + b; }
+static void _ckpt_tile_at(const _ckpt_dense *D, int i, int *dd, int *b) {
+    for (*dd = 0; i >= D->nt - *dd; (*dd)++) i -= D->nt - *dd;
+    *b = i;
+}
+
 /* Tiles of T x T sub-problems (s in s0..s1, t in t0..t1), by diagonals (the tile's t0 - s0, then
-   s0); in a tile, s descending, then t ascending. An option of (s,t) reads (s',t) with s' > s and
-   (s,t') with t' <= t (at t' = t, a family computed before): in earlier tiles, or earlier in this
-   one. Level 0 first runs the tile's splits j = s1..t0-1, whose two sub-problems both lie in
+   s0); in a tile, s descending, then t ascending. An option of (s,t) reads sub-problems (s',t')
+   with s <= s' <= t' <= t (at (s,t) itself, a family computed before): in earlier diagonals, or
+   earlier in this tile. Level 0 first runs the tile's splits j = s1..t0-1, whose two sub-problems both lie in
    earlier tiles, for all its sub-problems, j by j: the 2T rows they read then serve T sub-problems
    each while they are in cache (bench/RESULTS.md: 400 stages 12-14% faster than columns of 8). A
-   row is computed at its first sub-problem in this order (done[row]; own[][]: here, 2 when
-   family 0 is feasible). */
-static void _ckpt_dense_fill(_ckpt_dense *D) {
-    _ckpt_dp *d = D->d;
-    int n = d->n, T = _CKPT_TILE, nt = (n + T - 1) / T, dd, b, s, t, j, q, i, s0, s1, t0, t1;
+   row is computed at its first sub-problem in this order (own, set by _ckpt_dense_owners). Worker
+   w runs tile number `tile`. */
+static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
+    _ckpt_dense *D = (_ckpt_dense *)team->arg;
+    _ckpt_dp *d = team->wd[w];
+    int n = d->n, T = _CKPT_TILE, dd, b, s, t, j, q, i, s0, s1, t0, t1;
     int64_t M = D->M, m, k;
-    unsigned char own[_CKPT_TILE][_CKPT_TILE];
-    double *fs = D->fsum;
+    double *fs = D->fsum + (size_t)w * _CKPT_TILE * (size_t)(n + 1);
+    const unsigned char *own = D->own;
+    _ckpt_tile_at(D, tile, &dd, &b);
+    s0 = b * T + 1; s1 = s0 + T - 1 < n ? s0 + T - 1 : n;
+    t0 = (b + dd) * T + 1; t1 = t0 + T - 1 < n ? t0 + T - 1 : n;
+    for (s = s1; s >= s0; s--) {
+        double f = 0.0;
+        for (j = s; j <= t1; j++) fs[(s - s0) * (n + 1) + j] = f += d->c[j - 1].f;
+        for (t = s > t0 ? s : t0; t <= t1; t++)
+            for (q = 0; own[_CKPT_IDX(d, s, t)] && q < d->nfam; q++) {
+                double *cur = _ckpt_row(D, s, t, d->fam[q]);
+                for (m = 0; m <= M; m++) cur[m] = INFINITY;
+            }
+    }
+    for (j = s1; j < t0; j++)       /* (none in the diagonal's tiles, where t0 = s0) */
+        for (s = s0; s <= s1; s++) {
+            uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)];
+            const double *s2 = _ckpt_sum(D, s, j, 0), *r2 = _ckpt_row(D, s, j, 0);
+            int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit), lo = (int64_t)(sw / d->unit);
+            if (!_ckpt_dp_splits0(d, s)) continue;
+            for (t = t0; t <= t1; t++)
+                if (own[_CKPT_IDX(d, s, t)] == 2 && sw + _ckpt_dp_g(d, t) <= d->budget)
+                    _ckpt_dense_split0(D, _ckpt_row(D, s, t, 0), t, j, fs[(s - s0) * (n + 1) + j],
+                                       lo + (int64_t)(_ckpt_dp_g(d, t) / d->unit), x, s2, r2);
+        }
+    for (s = s1; s >= s0; s--) {
+        int split = _ckpt_dp_splits0(d, s);
+        for (t = s > t0 ? s : t0; t <= t1; t++)
+            for (q = 0; own[_CKPT_IDX(d, s, t)] && q < d->nfam; q++) {
+                int f = d->fam[q], no;
+                double *cur = _ckpt_row(D, s, t, f), *sum = _ckpt_sum(D, s, t, f);
+                if ((int64_t)(d->minp[f][_CKPT_IDX(d, s, t)] / d->unit) <= M) {
+                    int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit);
+                    no = _ckpt_dp_unsplit(d, s, t, f);
+                    for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i]);
+                    for (j = s; j < t && split; j++) {
+                        uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)] + _ckpt_dp_g(d, t);
+                        if (sw > d->budget) break;      /* (it grows with j) */
+                        if (j < s1 || j >= t0)          /* (the others ran above) */
+                            _ckpt_dense_split0(D, cur, t, j, fs[(s - s0) * (n + 1) + j], (int64_t)(sw / d->unit), x,
+                                               _ckpt_sum(D, s, j, 0), _ckpt_row(D, s, j, 0));
+                    }
+                }
+                for (k = 0; k <= D->K + 1; k++) sum[k] = cur[k * _CKPT_SUM_STEP < M ? k * _CKPT_SUM_STEP : M];
+            }
+    }
+}
+
+/* Which sub-problem computes each row (own), in the fill's order, and what each tile waits for
+   (need). A sub-problem's options read only sub-problems (s',t') with s <= s' <= t' <= t, so
+   tile (b, dd) reads within the tiles (b', dd') with b' >= b and b' + dd' <= b + dd: those below
+   it, done once (b, dd - 1) and (b + 1, dd - 1) are, and itself. The exception is a >>repeats
+   row computed in another tile (that precedes in the order): need is the last such tile. */
+static ckpt_result _ckpt_dense_owners(_ckpt_dense *D) {
+    _ckpt_dp *d = D->d;
+    int n = d->n, T = _CKPT_TILE, nt = D->nt, dd, b, s, t;
+    int32_t *v = (int32_t *)_ckpt_malloc(d->al, (size_t)(n + 2) * (size_t)(n + 1) * sizeof(int32_t));
+    if (!v) return CKPT_ERR_OUT_OF_HOST_MEMORY;
     for (dd = 0; dd < nt; dd++)
         for (b = 0; b + dd < nt; b++) {
-            s0 = b * T + 1; s1 = s0 + T - 1 < n ? s0 + T - 1 : n;
-            t0 = (b + dd) * T + 1; t1 = t0 + T - 1 < n ? t0 + T - 1 : n;
-            for (s = s1; s >= s0; s--) {
-                double f = 0.0;
-                for (j = s; j <= t1; j++) fs[(s - s0) * (n + 1) + j] = f += d->c[j - 1].f;
+            int s0 = b * T + 1, s1 = s0 + T - 1 < n ? s0 + T - 1 : n, t0 = (b + dd) * T + 1, t1 = t0 + T - 1 < n ? t0 + T - 1 : n;
+            int32_t tile = _ckpt_tile_no(D, dd, b);
+            for (s = s1; s >= s0; s--)
                 for (t = s > t0 ? s : t0; t <= t1; t++) {
-                    int row = d->rep.row[_CKPT_IDX(d, s, t)];
-                    own[s - s0][t - t0] = (unsigned char)(D->done[row] ? 0 : 1 + ((int64_t)(d->minp[0][_CKPT_IDX(d, s, t)] / d->unit) <= M));
-                    D->done[row] = 1;
-                    for (q = 0; own[s - s0][t - t0] && q < d->nfam; q++) {
-                        double *cur = _ckpt_row(D, s, t, d->fam[q]);
-                        for (m = 0; m <= M; m++) cur[m] = INFINITY;
-                    }
+                    int32_t *o = &D->owner[d->rep.row[_CKPT_IDX(d, s, t)]];
+                    D->own[_CKPT_IDX(d, s, t)] = (unsigned char)(*o ? 0 : 1 + ((int64_t)(d->minp[0][_CKPT_IDX(d, s, t)] / d->unit) <= D->M));
+                    if (!*o) *o = tile + 1;
+                    v[_CKPT_IDX(d, s, t)] = *o - 1 != tile ? *o - 1 : -1;     /* a row from another tile */
                 }
-            }
-            for (j = s1; j < t0; j++)       /* (none in the diagonal's tiles, where t0 = s0) */
-                for (s = s0; s <= s1; s++) {
-                    uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)];
-                    const double *s2 = _ckpt_sum(D, s, j, 0), *r2 = _ckpt_row(D, s, j, 0);
-                    int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit), lo = (int64_t)(sw / d->unit);
-                    if (!_ckpt_dp_splits0(d, s)) continue;
-                    for (t = t0; t <= t1; t++)
-                        if (own[s - s0][t - t0] == 2 && sw + _ckpt_dp_g(d, t) <= d->budget)
-                            _ckpt_dense_split0(D, _ckpt_row(D, s, t, 0), t, j, fs[(s - s0) * (n + 1) + j],
-                                               lo + (int64_t)(_ckpt_dp_g(d, t) / d->unit), x, s2, r2);
-                }
-            for (s = s1; s >= s0; s--) {
-                int split = _ckpt_dp_splits0(d, s);
-                for (t = s > t0 ? s : t0; t <= t1; t++)
-                    for (q = 0; own[s - s0][t - t0] && q < d->nfam; q++) {
-                        int f = d->fam[q], no;
-                        double *cur = _ckpt_row(D, s, t, f), *sum = _ckpt_sum(D, s, t, f);
-                        if ((int64_t)(d->minp[f][_CKPT_IDX(d, s, t)] / d->unit) <= M) {
-                            int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit);
-                            no = _ckpt_dp_unsplit(d, s, t, f);
-                            for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i]);
-                            for (j = s; j < t && split; j++) {
-                                uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)] + _ckpt_dp_g(d, t);
-                                if (sw > d->budget) break;      /* (it grows with j) */
-                                if (j < s1 || j >= t0)          /* (the others ran above) */
-                                    _ckpt_dense_split0(D, cur, t, j, fs[(s - s0) * (n + 1) + j], (int64_t)(sw / d->unit), x,
-                                                       _ckpt_sum(D, s, j, 0), _ckpt_row(D, s, j, 0));
-                            }
-                        }
-                        for (k = 0; k <= D->K + 1; k++) sum[k] = cur[k * _CKPT_SUM_STEP < M ? k * _CKPT_SUM_STEP : M];
-                    }
-            }
         }
+    /* v(s,t) becomes the largest v(s',t') over s <= s' <= t' <= t */
+    for (s = n; s >= 1; s--)
+        for (t = s; t <= n; t++) {
+            int32_t *x = &v[_CKPT_IDX(d, s, t)];
+            if (t > s && v[_CKPT_IDX(d, s, t - 1)] > *x) *x = v[_CKPT_IDX(d, s, t - 1)];
+            if (s < t && v[_CKPT_IDX(d, s + 1, t)] > *x) *x = v[_CKPT_IDX(d, s + 1, t)];
+        }
+    for (dd = 0; dd < nt; dd++)
+        for (b = 0; b + dd < nt; b++) {
+            int t1 = (b + dd + 1) * T < n ? (b + dd + 1) * T : n;
+            D->need[_ckpt_tile_no(D, dd, b)] = v[_CKPT_IDX(d, b * T + 1, t1)];
+        }
+    _ckpt_free(d->al, v);
+    return CKPT_OK;
+}
+
+/* (under the team's lock) Tile i may start: the two tiles below it are done, and need. */
+static int _ckpt_tile_ready(_ckpt_team *team, int i) {
+    const _ckpt_dense *D = (const _ckpt_dense *)team->arg;
+    int dd, b;
+    _ckpt_tile_at(D, i, &dd, &b);
+    return D->need[i] < D->prefix &&
+           (dd == 0 || (D->fin[_ckpt_tile_no(D, dd - 1, b)] && D->fin[_ckpt_tile_no(D, dd - 1, b + 1)]));
+}
+static void _ckpt_tile_fin(_ckpt_team *team, int i) {
+    _ckpt_dense *D = (_ckpt_dense *)team->arg;
+    D->fin[i] = 1;
+    while (D->prefix < D->nt * (D->nt + 1) / 2 && D->fin[D->prefix]) D->prefix++;
+}
+
+/* Every tile, by the team: a tile starts once what it reads is done (_ckpt_dense_owners), so
+   every row is computed as it would be in order, from the same rows. */
+static ckpt_result _ckpt_dense_fill(_ckpt_dense *D, _ckpt_team *team) {
+    ckpt_result r = _ckpt_dense_owners(D);
+    if (r == CKPT_OK)
+        _ckpt_team_run(team, D->nt * (D->nt + 1) / 2, _ckpt_dense_tile, _ckpt_tile_ready, _ckpt_tile_fin, D);
+    return r;
 }
 
 static int _ckpt_dense_emit(const _ckpt_dense *D, int s, int t, int f, int64_t m, _ckpt_sched *out) {
@@ -3646,10 +3992,14 @@ static int _ckpt_dense_fits(const _ckpt_rep *rp, uint64_t M, int level, int nopt
    exact unit (ex->minp, with its unit and level; the rest of ex is freed), copied when the unit
    and level are those and sizes are rounded apart (they depend on nothing else). */
 static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                       uint64_t unit, int level, int sum_round, int dense, _ckpt_sched *out,
+                                       uint64_t unit, int level, int sum_round, int dense, int threads, _ckpt_sched *out,
                                        uint64_t *min_peak, const _ckpt_dp *ex) {
     _ckpt_dp d;
+    _ckpt_team team;
     ckpt_result r = _ckpt_dp_setup(&d, al, c, n, budget, unit, level, sum_round);
+    memset(&team, 0, sizeof team);
+    team.d = &d;
+    if (r == CKPT_OK && !_ckpt_team_init(&team, &d, threads)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
     /* Exactness is owed up to 65,536 units, and in any unit up to _CKPT_DP_EXACT_STAGES stages:
        then only memory may stop the sparse program. */
     if (budget / unit <= 65536 || n <= _CKPT_DP_EXACT_STAGES) { d.work_limit = 1e300; d.pool_limit = (int64_t)1 << 24; }
@@ -3666,19 +4016,19 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
     out->n_ops = 0;
     if (r == CKPT_OK && dense) {
         _ckpt_dense D;
-        if (!_ckpt_dense_alloc(&D, &d))
+        if (!_ckpt_dense_alloc(&D, &d, team.workers))
             r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         else {
             int64_t m = 0;
             const double *top;
-            _ckpt_dense_fill(&D);
+            r = _ckpt_dense_fill(&D, &team);
             top = _ckpt_row(&D, 1, n, 0);
-            while (m < D.M && top[m] != top[D.M]) m++;   /* the smallest peak at the best time */
-            if (!_ckpt_dense_emit(&D, 1, n, 0, m, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+            while (r == CKPT_OK && m < D.M && top[m] != top[D.M]) m++;   /* the smallest peak at the best time */
+            if (r == CKPT_OK && !_ckpt_dense_emit(&D, 1, n, 0, m, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
         _ckpt_dense_free(&D);
     } else if (r == CKPT_OK) {
-        r = _ckpt_dp_frontiers(&d);
+        r = _ckpt_dp_frontiers(&d, &team);
         if (r == CKPT_OK) {
             int nf = d.fl[0][_CKPT_IDX(&d, 1, n)];
             CKPT_ASSERT(nf > 0);
@@ -3686,6 +4036,7 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
                 r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
     }
+    _ckpt_team_free(&team);
     _ckpt_dp_free(&d);
     return r;
 }
@@ -3694,7 +4045,7 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
    frontiers, and if those give up, the dense table in the finest unit that fits. *used gets the
    unit that ran; ex as for _ckpt_persistent_in. */
 static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                         uint64_t unit, int level, int sum_round, int sparse_first, _ckpt_sched *out,
+                                         uint64_t unit, int level, int sum_round, int sparse_first, int threads, _ckpt_sched *out,
                                          uint64_t *used, const _ckpt_dp *ex) {
     uint64_t mp;
     ckpt_result r;
@@ -3704,13 +4055,13 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
     if ((r = _ckpt_rep_make(al, c, n, &rp)) != CKPT_OK) return r;
     fits = _ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged);
     if (fits && !sparse_first)
-        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp, ex);
+        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, threads, out, &mp, ex);
     else {
-        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, out, &mp, ex);
+        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, threads, out, &mp, ex);
         if (r == CKPT_ERR_TOO_COMPLEX) {
             for (; !fits; fits = _ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged)) unit *= 2;
             *used = unit;
-            r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, out, &mp, ex);
+            r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, threads, out, &mp, ex);
         }
     }
     _ckpt_rep_free(al, &rp);
@@ -3730,7 +4081,7 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
    the finest unit that fits. Returns CKPT_ERR_TOO_COMPLEX when the budget is feasible but every
    unit tried rounded too coarsely. */
 static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                    uint32_t max_units, _ckpt_sched *out, uint64_t *min_peak, uint64_t *unit_out) {
+                                    uint32_t max_units, int threads, _ckpt_sched *out, uint64_t *min_peak, uint64_t *unit_out) {
     uint64_t g = _ckpt_exact_unit(c, n), unit, cap;
     ckpt_result r;
     _ckpt_dp d;
@@ -3759,15 +4110,15 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     if (unit > cap && cap >= g) unit = cap;
     /* >>rounding: in a coarse unit, a + t rounded once first. Its sizes are never larger than
        a and t rounded apart, so its plan is at least as fast; kept if it fits in bytes. */
-    r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, at_min, out, unit_out, &d);
+    r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, at_min, threads, out, unit_out, &d);
     if (r == CKPT_OK && unit != g) {     /* (a and t rounded apart always fit) */
         double t;
         uint64_t p;
         r = _ckpt_sched_eval_into(al, c, n, out, &t, &p);
-        if (r == CKPT_OK && p > budget) r = _ckpt_persistent_unit(al, c, n, budget, unit, level, 0, 0, out, unit_out, &d);
+        if (r == CKPT_OK && p > budget) r = _ckpt_persistent_unit(al, c, n, budget, unit, level, 0, 0, threads, out, unit_out, &d);
     }
     if (r == CKPT_ERR_INFEASIBLE && *unit_out != g)
-        r = _ckpt_persistent_unit(al, c, n, budget, g, level, 0, 0, out, unit_out, &d);
+        r = _ckpt_persistent_unit(al, c, n, budget, g, level, 0, 0, threads, out, unit_out, &d);
     _ckpt_dp_free(&d);
     return r == CKPT_ERR_INFEASIBLE ? CKPT_ERR_TOO_COMPLEX : r;
 }
@@ -3866,11 +4217,11 @@ typedef struct _ckpt_off {
     uint64_t budget, host_budget;
     _ckpt_link link;
 } _ckpt_off;
-static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, _ckpt_sched *s, ckpt_plan_info *info);
+static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, int threads, _ckpt_sched *s, ckpt_plan_info *info);
 
 /* off: the offload policy's link and budgets (NULL for the others). */
 static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy,
-                                     int k, uint32_t max_units, uint64_t budget, const _ckpt_off *off,
+                                     int k, uint32_t max_units, int threads, uint64_t budget, const _ckpt_off *off,
                                      _ckpt_sched *s, ckpt_plan_info *info) {
     ckpt_result r;
     double t;
@@ -3897,9 +4248,9 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         if (off && off->link.d2h > 0) {
             _ckpt_off o = *off;
             o.budget = budget < info->store_all_peak ? budget : info->store_all_peak;
-            return _ckpt_offload_plan(&o, max_units, s, info);
+            return _ckpt_offload_plan(&o, max_units, threads, s, info);
         }
-        return _ckpt_plan_policy(al, c, n, CKPT_POLICY_OPTIMAL, k, max_units, budget, NULL, s, info);   /* no link */
+        return _ckpt_plan_policy(al, c, n, CKPT_POLICY_OPTIMAL, k, max_units, threads, budget, NULL, s, info);   /* no link */
     case CKPT_POLICY_OPTIMAL:
         if (budget > info->store_all_peak) budget = info->store_all_peak;   /* store-all is fastest */
         if (_ckpt_xs_size(c, n) > 0) {
@@ -3912,7 +4263,7 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         if (n > CKPT_CUBIC_MAX_STAGES) return CKPT_ERR_TOO_COMPLEX;
         info->guarantee = CKPT_GUARANTEE_PERSISTENT;
         s->n_ops = 0;
-        r = _ckpt_persistent(al, c, n, budget, max_units, s, &info->min_budget, &info->unit);
+        r = _ckpt_persistent(al, c, n, budget, max_units, threads, s, &info->min_budget, &info->unit);
         /* rounded by necessity rather than by request, or found nothing in a coarse unit: make
            sure no heuristic beats it */
         if ((r == CKPT_OK && !max_units && !_ckpt_unit_exact(c, n, info->unit)) || r == CKPT_ERR_TOO_COMPLEX) {
@@ -4120,7 +4471,7 @@ static ckpt_result _ckpt_off_hoist(const _ckpt_off *o, ckpt_op *ops, int n_ops) 
     return CKPT_OK;
 }
 
-static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, _ckpt_sched *s, ckpt_plan_info *info) {
+static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, int threads, _ckpt_sched *s, ckpt_plan_info *info) {
     const int grid = 8;
     _ckpt_sched cand = {NULL, 0, 0};
     ckpt_plan_info ci;
@@ -4141,12 +4492,12 @@ static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, _c
         if (j > grid && !(min_budget > o->budget && min_budget < sa)) continue;
         ci = *info;
         if (j == 0 || j > grid) {   /* the recompute-only optimum itself (at the budget or its smallest) */
-            rj = _ckpt_plan_policy(o->al, o->c, o->n, CKPT_POLICY_OPTIMAL, 0, max_units, bj, NULL, &cand, &ci);
+            rj = _ckpt_plan_policy(o->al, o->c, o->n, CKPT_POLICY_OPTIMAL, 0, max_units, threads, bj, NULL, &cand, &ci);
             if (j == 0) min_budget = ci.min_budget;
         } else {        /* starting points for offload: the persistent program in a coarse unit is enough */
             uint64_t mp, unit;
             if (o->n > CKPT_CUBIC_MAX_STAGES) break;
-            rj = _ckpt_persistent(o->al, o->c, o->n, bj, 1000, &cand, &mp, &unit);
+            rj = _ckpt_persistent(o->al, o->c, o->n, bj, 1000, threads, &cand, &mp, &unit);
             if (rj == CKPT_ERR_TOO_COMPLEX) rj = CKPT_ERR_INFEASIBLE;
         }
         if (rj == CKPT_ERR_INFEASIBLE) continue;
@@ -4207,7 +4558,7 @@ static ckpt_result _ckpt_plan_measure(const ckpt_allocator *al, const ckpt_cost 
    max(m, its arena) up plans (the descent ends at the floor at the latest), so that is
    min_budget, or the budget itself when smaller and planned. */
 static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy, int k,
-                                  uint32_t max_units, uint64_t budget, const _ckpt_off *off, _ckpt_sched *s,
+                                  uint32_t max_units, int threads, uint64_t budget, const _ckpt_off *off, _ckpt_sched *s,
                                   ckpt_plan_info *info) {
     const ckpt_plan_info base = *info;
     ckpt_plan_info found = base;
@@ -4219,7 +4570,7 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
         ckpt_plan_info ti = base;
         _ckpt_off o;
         if (off) { o = *off; o.host_budget = hb; }
-        r = _ckpt_plan_policy(al, c, n, policy, k, max_units, b, off ? &o : NULL, s, &ti);
+        r = _ckpt_plan_policy(al, c, n, policy, k, max_units, threads, b, off ? &o : NULL, s, &ti);
         if (iter == 0) m = ti.min_budget;
         if (r == CKPT_ERR_INFEASIBLE && floor == 1 && ti.min_budget > b) {
             b = ti.min_budget; floor = 2;   /* offload's minimum was below optimal's: optimal's */
@@ -4294,6 +4645,8 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
                  !(desc->bandwidth_h2d >= 0 && desc->bandwidth_h2d < DBL_MAX)))
         return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_plan_desc.bandwidth %g / bandwidth_h2d %g: must be finite and "
                          "not negative", desc->bandwidth, desc->bandwidth_h2d);
+    if (desc && desc->threads < 0)
+        return _CKPT_ERR(lg, CKPT_ERR_BAD_ARGUMENT, "ckpt_plan_desc.threads is %d; it must be 0 or more", desc->threads);
     if (!(c = (ckpt_cost *)_ckpt_calloc(al, (size_t)n, sizeof *c))) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; goto fail; }
     _ckpt_costs_model(user_costs, n, c);
     memset(&off, 0, sizeof off);
@@ -4312,8 +4665,8 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     /* budget 0: no limit. A recomputing policy may peak above store-all (a recomputation can
        overlap a live gradient), so "no limit" really is none; the info then names the peak. */
     info->budget = desc && desc->budget ? desc->budget : UINT64_MAX;
-    r = _ckpt_plan_fit(al, c, n, policy, k, desc ? desc->max_units : 0, info->budget, off.link.d2h > 0 ? &off : NULL,
-                       &s, info);
+    r = _ckpt_plan_fit(al, c, n, policy, k, desc ? desc->max_units : 0, desc ? desc->threads : 0, info->budget,
+                       off.link.d2h > 0 ? &off : NULL, &s, info);
     if (r == CKPT_ERR_INFEASIBLE) {
         _CKPT_ERR(lg, r, "budget %llu bytes is infeasible for policy %s; every budget from %llu bytes plans",
                   (unsigned long long)info->budget, ckpt_policy_name(policy), (unsigned long long)info->min_budget);

@@ -21,7 +21,8 @@
                   (tools/ckpt-plan.c), with comment lines giving the budget and store-all's peak
                   and time; the directory must exist.
      --units N    plan only with max_units = N (default: 500, 4096 and 0; "small": 0).
-   Usage: plan_bench [--csv DIR] [--units N] [reps] [max_stages] [small|hetero|repeat] */
+     --threads N  ckpt_plan_desc.threads (default 1: the calling thread alone, as rotor runs).
+   Usage: plan_bench [--csv DIR] [--units N] [--threads N] [reps] [max_stages] [small|hetero|repeat] */
 #define _POSIX_C_SOURCE 199309L
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -55,6 +56,8 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static int threads = 1;
+
 static void run(const char *kind, const ckpt_cost *c, int n, uint64_t budget, uint32_t max_units, int reps) {
     ckpt_plan_desc pd = {0};
     ckpt_plan_info info;
@@ -64,6 +67,7 @@ static void run(const char *kind, const ckpt_cost *c, int n, uint64_t budget, ui
     pd.policy = CKPT_POLICY_OPTIMAL;
     pd.budget = budget;
     pd.max_units = max_units;
+    pd.threads = threads;
     for (r = 0; r < reps; r++) {
         ckpt_plan *p = NULL;
         double t0 = now(), u0 = cpu_now();
@@ -75,8 +79,8 @@ static void run(const char *kind, const ckpt_cost *c, int n, uint64_t budget, ui
     }
     qsort(t, (size_t)reps, sizeof t[0], cmp_d);
     qsort(u, (size_t)reps, sizeof u[0], cmp_d);
-    printf("%-7s %-7d %-10u %-9.1f %-9.1f %-10s %-10llu %-10llu %-9.4f %-11.4f %s\n", kind, n, max_units, t[reps / 2] * 1e3,
-           u[reps / 2] * 1e3, max_units == 500 ? rotor_ms(kind, n) : "-",
+    printf("%-7s %-7d %-10u %-9.1f %-9.1f %-8d %-10s %-10llu %-10llu %-9.4f %-11.4f %s\n", kind, n, max_units,
+           t[reps / 2] * 1e3, u[reps / 2] * 1e3, threads, max_units == 500 ? rotor_ms(kind, n) : "-",
            (unsigned long long)info.unit, (unsigned long long)(budget / info.unit), info.time / info.store_all_time,
            (double)info.peak / (double)budget, info.guarantee == CKPT_GUARANTEE_ALL_SCHEDULES ? "all schedules" : "persistent");
     fflush(stdout);
@@ -118,8 +122,9 @@ int main(int argc, char **argv) {
     long only_units = -1;
     int reps, max_n, si, ui, kind, small;
     const char *only;
-    while (argc > 2 && (!strcmp(argv[1], "--csv") || !strcmp(argv[1], "--units"))) {
+    while (argc > 2 && (!strcmp(argv[1], "--csv") || !strcmp(argv[1], "--units") || !strcmp(argv[1], "--threads"))) {
         if (!strcmp(argv[1], "--csv")) csv_dir = argv[2];
+        else if (!strcmp(argv[1], "--threads")) threads = atoi(argv[2]);
         else only_units = atol(argv[2]);
         argc -= 2; argv += 2;
     }
@@ -129,8 +134,8 @@ int main(int argc, char **argv) {
     small = strcmp(only, "small") == 0;
     if (reps < 1) reps = 1;
     if (reps > 32) reps = 32;
-    printf("%-7s %-7s %-10s %-9s %-9s %-10s %-10s %-10s %-9s %-11s %s\n", "chain", "stages", "max_units", "wall_ms",
-           "cpu_ms", "rotor_ms", "unit", "units", "time/sa", "peak/budget", "guarantee");
+    printf("%-7s %-7s %-10s %-9s %-9s %-8s %-10s %-10s %-10s %-9s %-11s %s\n", "chain", "stages", "max_units", "wall_ms",
+           "cpu_ms", "threads", "rotor_ms", "unit", "units", "time/sa", "peak/budget", "guarantee");
     for (kind = 0; kind < 2; kind++) {
         const char *name = kind ? "repeat" : "hetero";
         if (small ? kind : *only && strcmp(only, name)) continue;

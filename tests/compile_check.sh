@@ -7,6 +7,7 @@
 #   two-tu     one unit with CKPT_IMPLEMENTATION, one without, both calling the API, linked
 #   -O3        (C compilers) one-tu at -O3, where inlining brings warnings of its own
 #   max-stages (C compilers) one-tu with the user's own CKPT_MAX_STAGES (the manual allows it)
+#   no-threads (C compilers) one-tu with CKPT_NO_THREADS (no <pthread.h>)
 #   c-impl     (C++ compilers) the implementation built as C by the matching C compiler, called
 #              from a C++ unit, linked by the C++ compiler
 # A compiler that is not installed is skipped, not failed.
@@ -80,6 +81,14 @@ int use_impl(void) {
         ckpt_op ops[4] = {{CKPT_OP_F, 1, 1, 0}, {CKPT_OP_F, 2, 1, 0}, {CKPT_OP_B, 2, 0, 0}, {CKPT_OP_B, 1, 0, 0}};
         if (!(outputs(c, 2, ops, 4) > 0)) bad = 1;
     }
+    {   /* planning threads (the caller alone without them) */
+        ckpt_cost lc[40];
+        memset(lc, 0, sizeof lc);
+        for (i = 0; i < 40; i++) { lc[i].f = 1 + i % 3; lc[i].b = 2; lc[i].a = 512 * (1 + i % 5); lc[i].t = 1024; }
+        pd.policy = CKPT_POLICY_OPTIMAL; pd.budget = 20000; pd.threads = 2;
+        if (ckpt_plan_create(lc, 40, &pd, &plan, &info) == CKPT_OK) ckpt_plan_destroy(plan);
+        else bad = 1;
+    }
     return bad + (ckpt_result_string(CKPT_OK) == NULL);
 }
 EOF
@@ -151,6 +160,7 @@ for cc in "${c_compilers[@]}"; do
     # optimisers warn on their own (-Wmaybe-uninitialized after inlining): users build at -O3 too
     check "$cc c11 -O3" build_and_run "o_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" -O3 single.c
     check "$cc c11 max-stages" build_and_run "m_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" -DCKPT_MAX_STAGES=100 single.c
+    check "$cc c11 no-threads" build_and_run "t_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" -DCKPT_NO_THREADS single.c
 done
 
 for cxx in "${cxx_compilers[@]}"; do

@@ -847,5 +847,29 @@ expect_rc "--points without --sweep: exit 0" 0
 err_has "--points without --sweep: warns it is ignored" "--points is for --sweep"
 
 # ---------------------------------------------------------------------------------------------
+echo "== --threads"
+# 60 stages (the planning threads run from 32: one per 16 stages), sizes and times varied
+L=$TMP/long60.csv
+{
+    echo "name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace"
+    for i in $(seq 1 60); do
+        echo "s$i,$((1 + i % 4)),$((2 + i % 5)),$((512 * (1 + i * 7 % 13))),$((512 * (i * 5 % 11))),$((512 * (i % 3))),0"
+    done
+} >"$L"
+run --json --budget 40KiB "$L"
+expect_rc "60 stages --budget 40KiB: exit 0" 0
+cp "$TMP/out" "$TMP/ref60.json"
+for th in 2 3; do
+    run --json --budget 40KiB --threads "$th" "$L"
+    expect_rc "60 stages --threads $th: exit 0" 0
+    same "60 stages --threads $th: same JSON as one thread" "$TMP/ref60.json"
+done
+for th in -1 abc ""; do
+    run --threads "$th" "$FOUR"
+    expect_rc "--threads '$th': exit 2" 2
+    err_has "--threads '$th': the message names --threads" "--threads"
+done
+
+# ---------------------------------------------------------------------------------------------
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

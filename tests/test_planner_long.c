@@ -131,8 +131,8 @@ static void long_chains(void) {
                 uint64_t ma, mb;
                 double ta = 0, tb = 0;
                 uint64_t pa = 0, pb = 0;
-                ckpt_result ra = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 1, &a, &ma, NULL);
-                ckpt_result rb = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 0, &b, &mb, NULL);
+                ckpt_result ra = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 1, 1, &a, &ma, NULL);
+                ckpt_result rb = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 0, 1, &b, &mb, NULL);
                 CHECK(ra == CKPT_OK && rb == CKPT_OK && ma == mb, "dense %s sparse %s", ckpt_result_string(ra), ckpt_result_string(rb));
                 if (ra == CKPT_OK && rb == CKPT_OK) {
                     ckpt_schedule_simulate(c, n, a.ops, a.n_ops, &ta, &pa, NULL);
@@ -167,7 +167,7 @@ static void short_chains(void) {
         {
             _ckpt_sched s = {NULL, 0, 0};
             uint64_t mp = 0, unit = 0;
-            ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 0, &s, &mp, &unit);
+            ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 0, 1, &s, &mp, &unit);
             if (r == CKPT_OK) {
                 double t = 0; uint64_t p = 0;
                 CHECK(ckpt_schedule_simulate(c, n, s.ops, s.n_ops, &t, &p, NULL) == CKPT_OK && p <= budget, "persistent replay");
@@ -415,7 +415,7 @@ static int unit_plan(const ckpt_cost *c, int n, uint64_t budget, uint64_t unit, 
     ckpt_result r = _ckpt_rep_make(NULL, c, n, &rp);
     CHECK(r == CKPT_OK, "rows: %s", ckpt_result_string(r));
     r = _ckpt_persistent_in(NULL, c, n, budget, unit, level, sum_round,
-                            _ckpt_dense_fits(&rp, budget / unit, level, _ckpt_max_options(c, n), _ckpt_flagged(c, n)),
+                            _ckpt_dense_fits(&rp, budget / unit, level, _ckpt_max_options(c, n), _ckpt_flagged(c, n)), 1,
                             &s, &mp, NULL);
     _ckpt_rep_free(NULL, &rp);
     if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, t, &p);
@@ -439,7 +439,7 @@ static void rounding_vs_rotor(void) {
             uint64_t budget = sa.peak / 5 + rnd() % (sa.peak / 2), mp, unit, p;
             double t_rotor, t, t_apart;
             _ckpt_sched s = {NULL, 0, 0};
-            ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 500, &s, &mp, &unit);
+            ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 500, 1, &s, &mp, &unit);
             if (r == CKPT_ERR_INFEASIBLE) { _ckpt_free(NULL, s.ops); continue; }
             cases++;
             CHECK(r == CKPT_OK, "n %d budget %llu: %s", n, (unsigned long long)budget, ckpt_result_string(r));
@@ -492,8 +492,8 @@ static void repeats(void) {
             uint64_t budget = sa.store_all_peak / (uint64_t)(2 + 2 * b), mc, md, uc, ud;
             uint32_t mu = b == 2 ? 0 : 500;
             _ckpt_sched sc = {NULL, 0, 0}, sd = {NULL, 0, 0};
-            ckpt_result rc = _ckpt_persistent(NULL, c, n, budget, mu, &sc, &mc, &uc);
-            ckpt_result rd = _ckpt_persistent(NULL, d, n, budget, mu, &sd, &md, &ud);
+            ckpt_result rc = _ckpt_persistent(NULL, c, n, budget, mu, 1, &sc, &mc, &uc);
+            ckpt_result rd = _ckpt_persistent(NULL, d, n, budget, mu, 1, &sd, &md, &ud);
             CHECK(rc == rd && mc == md && uc == ud, "n %d block %d budget %llu: %s with repeats, %s without", n, p,
                   (unsigned long long)budget, ckpt_result_string(rc), ckpt_result_string(rd));
             if (rc == CKPT_OK && rd == CKPT_OK) {
@@ -524,6 +524,7 @@ static void dense_exact(void) {
         ckpt_plan *pl;
         _ckpt_dp d;
         _ckpt_dense D;
+        _ckpt_team team;
         uint64_t budget;
         memset(block, 0, sizeof block);
         random_chain(c, n, 512);
@@ -543,9 +544,11 @@ static void dense_exact(void) {
         if (_ckpt_dp_setup(&d, NULL, c, n, budget, 512 * (1 + rnd() % 4), level, 0) != CKPT_OK) {
             CHECK(0, "setup"); _ckpt_dp_free(&d); free(c); continue;
         }
+        /* 1 to 3 workers (up to one per 16 stages) for the smallest peaks and the table */
+        if (!_ckpt_team_init(&team, &d, 1 + ci % 3)) { CHECK(0, "team"); return; }
         _ckpt_dp_minpeak(&d);
-        if (!_ckpt_dense_alloc(&D, &d)) { CHECK(0, "memory"); return; }
-        _ckpt_dense_fill(&D);
+        if (!_ckpt_dense_alloc(&D, &d, team.workers)) { CHECK(0, "memory"); return; }
+        CHECK(_ckpt_dense_fill(&D, &team) == CKPT_OK, "fill");
         for (s = 1; s <= n; s++)
             for (t = s; t <= n; t++)
                 for (q = 0; q < d.nfam; q++) {
@@ -568,6 +571,7 @@ static void dense_exact(void) {
                             CHECK(0, "n %d (%d,%d) family %d: summary %d", n, s, t, f, k);
                 }
         _ckpt_dense_free(&D);
+        _ckpt_team_free(&team);
         _ckpt_dp_free(&d);
         free(c);
     }

@@ -7,15 +7,16 @@
 
        ckpt-plan [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]
                  [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]
-                 [--time-unit s|ms|us] [--json] [--trace FILE.json] FILE.csv
+                 [--time-unit s|ms|us] [--threads N] [--json] [--trace FILE.json] FILE.csv
        ckpt-plan --sweep PREFIX [--points N] [--k K] [--bandwidth BYTES_PER_S] [...] FILE.csv
 
    The offload policy also moves boundaries and tapes to pinned host memory over a link of
    --bandwidth bytes per second each way (--bandwidth-h2d for a different host-to-device speed),
    within --host-budget bytes of host memory (default: no cap). Stage times are then read in
-   seconds, or in the --time-unit given.
+   seconds, or in the --time-unit given. --threads N plans long chains on N threads
+   (ckpt_plan_desc.threads): the same plan, sooner.
 
-   Build:  cc -std=c11 -O2 -o ckpt-plan tools/ckpt-plan.c -lm
+   Build:  cc -std=c11 -O2 -o ckpt-plan tools/ckpt-plan.c -lm   (-pthread too with glibc before 2.34)
 
    Input: the first line names the columns name, fwd_time, bwd_time, out_bytes, tape_bytes,
    fwd_workspace and bwd_workspace in any order (all seven, each once), plus optionally
@@ -1476,7 +1477,7 @@ static void usage(FILE *o) {
     fprintf(o,
             "usage: %s [--policy store-all|every-k|sqrt|greedy|optimal|offload] [--k K] [--budget BYTES]\n"
             "                 [--bandwidth BYTES_PER_S] [--bandwidth-h2d BYTES_PER_S] [--host-budget BYTES]\n"
-            "                 [--time-unit s|ms|us] [--json] [--trace FILE.json] FILE.csv\n"
+            "                 [--time-unit s|ms|us] [--threads N] [--json] [--trace FILE.json] FILE.csv\n"
             "       %s --sweep PREFIX [--points N] [--k K] [--bandwidth BYTES_PER_S] [...] FILE.csv\n"
             "\n"
             "Plans activation checkpointing for a chain of stages (ckpt.h's planner).\n"
@@ -1490,6 +1491,7 @@ static void usage(FILE *o) {
             "  --bandwidth-h2d B  offload: host-to-device bytes per second\n"
             "  --host-budget BYTES  offload: pinned host bytes allowed (default: no cap)\n"
             "  --time-unit U  the unit of the CSV times for --bandwidth: s (default), ms or us\n"
+            "  --threads N    planning threads for long chains (default 1); the plan is the same\n"
             "  --json         print one JSON object instead of the summary and table\n"
             "  --trace FILE   also write the plan's predicted timeline to FILE as Chrome\n"
             "                 trace-event JSON (chrome://tracing, ui.perfetto.dev); times are\n"
@@ -1547,7 +1549,7 @@ static int take_value(int argc, char **argv, int *i, const char *opt, const char
 int main(int argc, char **argv) {
     ckpt_policy policy = CKPT_POLICY_OPTIMAL;
     const char *policy_arg = NULL, *path = NULL;
-    int k = 0, k_given = 0, json = 0, budget_given = 0, i, rc;
+    int k = 0, k_given = 0, json = 0, budget_given = 0, threads = 1, i, rc;
     uint64_t budget = 0, host_budget = 0;
     double bandwidth = 0, bandwidth_h2d = 0, per_unit = 1;
     const char *time_unit = "s", *sweep = NULL, *trace = NULL;
@@ -1593,6 +1595,10 @@ int main(int argc, char **argv) {
                 *dst = strtod(val, &end);
                 if (errno || end == val || *end || !(*dst > 0) || !isfinite(*dst))
                     return usage_error("%s: '%s' is not a positive number of bytes per second", a, val);
+            } else if (take_value(argc, argv, &i, "--threads", &val, &missing)) {
+                if (missing) return usage_error("option --threads needs a value");
+                if (!parse_int_arg(val, &threads))
+                    return usage_error("--threads: '%s' is not a non-negative integer", val);
             } else if (take_value(argc, argv, &i, "--host-budget", &val, &missing)) {
                 if (missing) return usage_error("option --host-budget needs a value");
                 if (!parse_budget(val, &host_budget))
@@ -1660,6 +1666,7 @@ int main(int argc, char **argv) {
             pd.bandwidth_h2d = bandwidth > 0 ? bandwidth_h2d * per_unit : 0;
             pd.host_budget = bandwidth > 0 ? host_budget : 0;
             pd.logger.fn = capture_log;
+            pd.threads = threads;
             rc = run_sweep(&m, strcmp(path, "-") == 0 ? "<stdin>" : path, pre, points, &pd, time_unit);
             free(pre);
         }
@@ -1697,6 +1704,7 @@ int main(int argc, char **argv) {
     pd.policy = policy;
     pd.budget = budget;
     pd.k = policy == CKPT_POLICY_EVERY_K ? k : 0;
+    pd.threads = threads;
     pd.bandwidth = bandwidth * per_unit;           /* bytes per unit of the CSV's times */
     pd.bandwidth_h2d = bandwidth_h2d * per_unit;
     pd.host_budget = host_budget;
