@@ -141,11 +141,12 @@
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
    Planning threads: with ckpt_plan_desc.threads > 1 the long-chain program (chains beyond the
-   exact search) runs on that many threads, the caller among them, at most one per 16 stages;
-   they start within each planning call and end before it returns. The plan and its info are
-   the same for every count. Its sparse frontiers (max_units 0, and min_budget's plan) then
-   allocate host memory from those threads, so the allocator must be thread-safe (malloc is).
-   Without POSIX threads, or with CKPT_NO_THREADS, the caller plans alone.
+   exact search) runs on that many threads, the caller among them, at most one per 16 stages or
+   part of them (2 for 17 to 32 stages); they start within each planning call and end before it
+   returns. The plan and its info are the same for every count. Its sparse frontiers (min_budget's
+   plan, and any plan whose dense table would not fit) then allocate host memory from those
+   threads, so the allocator must be thread-safe (malloc is). Without POSIX threads, or with
+   CKPT_NO_THREADS, the caller plans alone.
 
    TAPE OPTIONS (selective recomputation inside a stage)
    ------------
@@ -3491,8 +3492,14 @@ static void _ckpt_frontier_item(_ckpt_team *team, int w, int i) {
 /* The frontiers, a diagonal at a time by the team (NULL: the caller alone); then its staged
    frontiers go to the pool in order, s ascending. The caller alone also runs a diagonal after
    one of little work (options and points merged, at most _CKPT_TEAM_WORK), where starting the
-   team costs more (as on a chain of repeats at its smallest peak). */
+   team costs more (as on a chain of repeats at its smallest peak). Memory: a diagonal's
+   frontiers are held twice while they move to the pool, and each worker checks the pool's cap
+   against its own stage only, so with w workers the stages can pass the cap by up to w - 1
+   times what is left under it before the moves refuse (CKPT_ERR_TOO_COMPLEX, as alone).
+   (tests/test_planner_threads sets _CKPT_TEAM_WORK to 0: every diagonal by the team.) */
+#ifndef _CKPT_TEAM_WORK
 #define _CKPT_TEAM_WORK 16384
+#endif
 static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d, _ckpt_team *team) {
     int n = d->n, len, s, q, w;
     double last = 0.0;              /* the work of the diagonal before */
@@ -3999,7 +4006,6 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
     ckpt_result r = _ckpt_dp_setup(&d, al, c, n, budget, unit, level, sum_round);
     memset(&team, 0, sizeof team);
     team.d = &d;
-    if (r == CKPT_OK && !_ckpt_team_init(&team, &d, threads)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
     /* Exactness is owed up to 65,536 units, and in any unit up to _CKPT_DP_EXACT_STAGES stages:
        then only memory may stop the sparse program. */
     if (budget / unit <= 65536 || n <= _CKPT_DP_EXACT_STAGES) { d.work_limit = 1e300; d.pool_limit = (int64_t)1 << 24; }
@@ -4013,6 +4019,7 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
         *min_peak = d.minp[0][_CKPT_IDX(&d, 1, n)];
         if (*min_peak > budget) r = CKPT_ERR_INFEASIBLE;
     }
+    if (r == CKPT_OK && !_ckpt_team_init(&team, &d, threads)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
     out->n_ops = 0;
     if (r == CKPT_OK && dense) {
         _ckpt_dense D;

@@ -124,7 +124,10 @@ int main(int argc, char **argv) {
     const char *only;
     while (argc > 2 && (!strcmp(argv[1], "--csv") || !strcmp(argv[1], "--units") || !strcmp(argv[1], "--threads"))) {
         if (!strcmp(argv[1], "--csv")) csv_dir = argv[2];
-        else if (!strcmp(argv[1], "--threads")) threads = atoi(argv[2]);
+        else if (!strcmp(argv[1], "--threads")) {
+            threads = atoi(argv[2]);
+            if (threads < 0) { fprintf(stderr, "plan_bench: --threads must be 0 or more\n"); return 2; }
+        }
         else only_units = atol(argv[2]);
         argc -= 2; argv += 2;
     }

@@ -848,7 +848,7 @@ err_has "--points without --sweep: warns it is ignored" "--points is for --sweep
 
 # ---------------------------------------------------------------------------------------------
 echo "== --threads"
-# 60 stages (the planning threads run from 32: one per 16 stages), sizes and times varied
+# 60 stages (up to 4 planning threads: one per 16 stages or part of them), sizes and times varied
 L=$TMP/long60.csv
 {
     echo "name,fwd_time,bwd_time,out_bytes,tape_bytes,fwd_workspace,bwd_workspace"

@@ -544,7 +544,7 @@ static void dense_exact(void) {
         if (_ckpt_dp_setup(&d, NULL, c, n, budget, 512 * (1 + rnd() % 4), level, 0) != CKPT_OK) {
             CHECK(0, "setup"); _ckpt_dp_free(&d); free(c); continue;
         }
-        /* 1 to 3 workers (up to one per 16 stages) for the smallest peaks and the table */
+        /* 1 to 3 workers (up to one per 16 stages or part of them) for the table */
         if (!_ckpt_team_init(&team, &d, 1 + ci % 3)) { CHECK(0, "team"); return; }
         _ckpt_dp_minpeak(&d);
         if (!_ckpt_dense_alloc(&D, &d, team.workers)) { CHECK(0, "memory"); return; }

@@ -1,11 +1,16 @@
 /* ckpt_plan_desc.threads: planning threads change nothing but the time it takes.
    - On random chains of 17 to 100 stages (some repeating a block of stages, some with
-     no-checkpoint flags or tape options), at max_units 0 (exact: the sparse frontiers), 500 and
-     4096 (the dense table), at a random budget and at min_budget (the sparse frontiers at the
-     smallest peak), threads = 2, 3 and 8 give the same result, info and ops as threads = 1; so
-     does the offload policy, which plans optimal at several budgets.
+     no-checkpoint flags or tape options), at max_units 0 (exact), 500 and 4096, at a random
+     budget and at min_budget (the sparse frontiers at the smallest peak), threads = 2, 3 and 8
+     give the same result, info and ops as threads = 1; so does the offload policy, which plans
+     optimal at several budgets. Sizes are multiples of 512 bytes (the dense table plans), or on
+     some chains of 40 to 64 stages 512 k + 1..499 bytes: exact mode then plans in bytes with the
+     sparse frontiers, which the threads run too.
    - The threads really run: a team for a 100-stage chain starts its threads (POSIX).
-   - threads < 0 is CKPT_ERR_BAD_ARGUMENT. */
+   - threads < 0 is CKPT_ERR_BAD_ARGUMENT.
+   Every length of the sparse frontiers runs on the team here (_CKPT_TEAM_WORK 0), not only those
+   after a length of much work. */
+#define _CKPT_TEAM_WORK 0
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
@@ -16,10 +21,10 @@
 #define TEST_XORSHIFT64_SEED 0x7468726561647321ull
 #include "test_util.h"
 
-static void random_stage(ckpt_cost *c, int opts) {
+static void random_stage(ckpt_cost *c, int opts, int odd) {
     int o;
     memset(c, 0, sizeof *c);
-    c->a = 512 * (1 + rnd() % 64);
+    c->a = 512 * (1 + rnd() % 64) + (odd ? 1 + rnd() % 499 : 0);
     c->t = 512 * (rnd() % 128);
     c->wf = 512 * (rnd() % 8);
     c->wb = 512 * (rnd() % 16);
@@ -86,15 +91,17 @@ int main(void) {
     int ci, cases = 0, n_chains = TEST_REDUCED ? 6 : 20;
     for (ci = 0; ci < n_chains; ci++) {
         int n = 17 + (int)(rnd() % 84), block = ci % 3 == 0 ? 1 + (int)(rnd() % 4) : 0, opts = ci % 4 == 1, i, u;
+        int odd = ci % 3 == 2;
+        if (odd) n = 40 + (int)(rnd() % 25);   /* exact mode in bytes, on every run */
         static const uint32_t units[] = {0, 500, 4096};
         ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c), blk[4];
         ckpt_plan *p = NULL;
         ckpt_plan_info sa;
         if (!c) return 1;
-        for (i = 0; i < 4; i++) random_stage(&blk[i], opts);
+        for (i = 0; i < 4; i++) random_stage(&blk[i], opts, odd);
         for (i = 0; i < n; i++) {
             if (block && i > 0 && i < n - 1) c[i] = blk[(i - 1) % block];
-            else random_stage(&c[i], opts);
+            else random_stage(&c[i], opts, odd);
         }
         if (plan(c, n, CKPT_POLICY_STORE_ALL, 0, 0, 1, &p, &sa) != CKPT_OK) { CHECK(0, "store-all"); free(c); continue; }
         ckpt_plan_destroy(p);
@@ -103,7 +110,7 @@ int main(void) {
             uint64_t budget = sa.store_all_peak / (2 + rnd() % 3);
             ckpt_plan_info info;
             if (units[u] == 0 && n > 64 && (ci % 2 || TEST_REDUCED)) continue;
-            cases += same_plans(c, n, CKPT_POLICY_OPTIMAL, budget, units[u], block ? "repeats" : "distinct");
+            cases += same_plans(c, n, CKPT_POLICY_OPTIMAL, budget, units[u], block ? "repeats" : odd ? "odd sizes" : "distinct");
             if (plan(c, n, CKPT_POLICY_OPTIMAL, budget, units[u], 1, &p, &info) == CKPT_OK) {
                 ckpt_plan_destroy(p);
                 cases += same_plans(c, n, CKPT_POLICY_OPTIMAL, info.min_budget, units[u], "min_budget");
@@ -118,7 +125,7 @@ int main(void) {
         ckpt_cost c[100];
         _ckpt_dp d;
         _ckpt_team team;
-        for (ci = 0; ci < 100; ci++) random_stage(&c[ci], 0);
+        for (ci = 0; ci < 100; ci++) random_stage(&c[ci], 0, 0);
         CHECK(_ckpt_dp_setup(&d, NULL, c, 100, UINT64_MAX, 512, 0, 0) == CKPT_OK, "setup");
         CHECK(_ckpt_team_init(&team, &d, 3), "team");
         CHECK(team.workers == 3, "%d workers, 3 asked for", team.workers);
@@ -135,7 +142,7 @@ int main(void) {
         ckpt_cost c[3];
         ckpt_plan *p = NULL;
         ckpt_plan_info info;
-        for (ci = 0; ci < 3; ci++) random_stage(&c[ci], 0);
+        for (ci = 0; ci < 3; ci++) random_stage(&c[ci], 0, 0);
         CHECK(plan(c, 3, CKPT_POLICY_OPTIMAL, 0, 0, -1, &p, &info) == CKPT_ERR_BAD_ARGUMENT && !p,
               "threads = -1 accepted");
     }
