@@ -3,7 +3,7 @@
    far above 65,536 such units). For each size it plans with max_units = 500 (rotor's setting in
    its own benchmarks), 4096, and 0 (exact, the default), and prints the median wall time and CPU
    time of several runs of ckpt_plan_create (the whole call: the program, the arena layout and
-   min_budget's plan), the unit used, the number of memory units (budget / unit), the predicted
+   min_budget's plan), the planning threads (--threads), the unit used, the number of memory units (budget / unit), the predicted
    step time relative to store-all, the peak relative to the budget, and, at 500 units, rotor's
    figure for the same chain (column rotor_ms).
    Chains: "hetero", every stage drawn at random; "repeat", a transformer's shape: an embedding
