@@ -2895,11 +2895,12 @@ static int _ckpt_dp_stage(_ckpt_dp *d, int s, int t, int f) {
     return 1;
 }
 
-/* The frontier of (s,t) in family f and its length: in the pool, or staged in d's stage. */
+/* The frontier of (s,t) in family f and its length: in the pool, or staged in d's stage (NULL
+   when empty: the pool or stage may not exist yet). */
 static const _ckpt_fp *_ckpt_dp_front(const _ckpt_dp *d, int s, int t, int f, int64_t *len) {
     int64_t at = d->fs[f][_CKPT_IDX(d, s, t)];
     *len = d->fl[f][_CKPT_IDX(d, s, t)];
-    return at < 0 ? d->stage + (-1 - at) : d->pool + at;
+    return !*len ? NULL : at < 0 ? d->stage + (-1 - at) : d->pool + at;
 }
 
 /* Moves the frontier of (s,t) in family f from the stage of `from` into d's pool. */
