@@ -2875,18 +2875,25 @@ static int _ckpt_dp_fold(_ckpt_dp *d) {
     return 1;
 }
 
+/* Room for `need` points in *buf, which holds n of *cap (doubled from `first` as needed);
+   0: out of memory. */
+static int _ckpt_fp_room(const ckpt_allocator *al, _ckpt_fp **buf, int64_t *cap, int64_t n, int64_t need,
+                         int64_t first) {
+    int64_t c = *cap ? *cap : first;
+    _ckpt_fp *p;
+    if (need <= *cap) return 1;
+    while (c < need) c *= 2;
+    if (!(p = (_ckpt_fp *)_ckpt_malloc(al, (size_t)c * sizeof *p))) return 0;
+    if (n) memcpy(p, *buf, (size_t)n * sizeof *p);
+    _ckpt_free(al, *buf);
+    *buf = p; *cap = c;
+    return 1;
+}
+
 /* Moves the running frontier of (s,t) in family f to the stage (fs < 0: -1 - its place there);
    0: out of memory. */
 static int _ckpt_dp_stage(_ckpt_dp *d, int s, int t, int f) {
-    if (d->stage_n + d->cur_n > d->stage_cap) {
-        int64_t cap = d->stage_cap ? d->stage_cap : 1024;
-        _ckpt_fp *p2;
-        while (cap < d->stage_n + d->cur_n) cap *= 2;
-        if (!(p2 = (_ckpt_fp *)_ckpt_malloc(d->al, (size_t)cap * sizeof *p2))) return 0;
-        if (d->stage_n) memcpy(p2, d->stage, (size_t)d->stage_n * sizeof *p2);
-        _ckpt_free(d->al, d->stage);
-        d->stage = p2; d->stage_cap = cap;
-    }
+    if (!_ckpt_fp_room(d->al, &d->stage, &d->stage_cap, d->stage_n, d->stage_n + d->cur_n, 1024)) return 0;
     if (d->cur_n) memcpy(d->stage + d->stage_n, d->cur, (size_t)d->cur_n * sizeof *d->cur);
     d->fs[f][_CKPT_IDX(d, s, t)] = -1 - d->stage_n;
     d->fl[f][_CKPT_IDX(d, s, t)] = (int32_t)d->cur_n;
@@ -2907,17 +2914,9 @@ static const _ckpt_fp *_ckpt_dp_front(const _ckpt_dp *d, int s, int t, int f, in
 static ckpt_result _ckpt_dp_commit(_ckpt_dp *d, const _ckpt_dp *from, int s, int t, int f) {
     int64_t len;
     const _ckpt_fp *src = _ckpt_dp_front(from, s, t, f, &len);
-    if (d->pool_n + len > d->pool_cap) {
-        int64_t cap = d->pool_cap ? d->pool_cap : 4096;
-        _ckpt_fp *p2;
-        if (d->pool_n + len > d->pool_limit) return CKPT_ERR_TOO_COMPLEX;
-        while (cap < d->pool_n + len) cap *= 2;
-        p2 = (_ckpt_fp *)_ckpt_malloc(d->al, (size_t)cap * sizeof *p2);
-        if (!p2) return CKPT_ERR_OUT_OF_HOST_MEMORY;
-        if (d->pool_n) memcpy(p2, d->pool, (size_t)d->pool_n * sizeof *p2);
-        _ckpt_free(d->al, d->pool);
-        d->pool = p2; d->pool_cap = cap;
-    }
+    if (d->pool_n + len > d->pool_cap && d->pool_n + len > d->pool_limit) return CKPT_ERR_TOO_COMPLEX;
+    if (!_ckpt_fp_room(d->al, &d->pool, &d->pool_cap, d->pool_n, d->pool_n + len, 4096))
+        return CKPT_ERR_OUT_OF_HOST_MEMORY;
     if (len) memcpy(d->pool + d->pool_n, src, (size_t)len * sizeof *src);
     d->fs[f][_CKPT_IDX(d, s, t)] = d->pool_n;
     d->pool_n += len;
@@ -3490,8 +3489,8 @@ static void _ckpt_frontier_item(_ckpt_team *team, int w, int i) {
     }
 }
 
-/* The frontiers, a diagonal at a time by the team (NULL: the caller alone); then its staged
-   frontiers go to the pool in order, s ascending. The caller alone also runs a diagonal after
+/* The frontiers, a diagonal at a time by the team; then its staged frontiers go to the pool in
+   order, s ascending. The caller alone also runs a diagonal after
    one of little work (options and points merged, at most _CKPT_TEAM_WORK), where starting the
    team costs more (as on a chain of repeats at its smallest peak). Memory: a diagonal's
    frontiers are held twice while they move to the pool, and each worker checks the pool's cap
@@ -3509,7 +3508,6 @@ static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d, _ckpt_team *team) {
     _ckpt_dp *ptr;
     _ckpt_fdiag g;
     _ckpt_team_one(&one, d, &ptr);
-    if (!team) team = &one;
     g.who = (int *)_ckpt_calloc(d->al, (size_t)n + 1, sizeof(int));
     g.res = (ckpt_result *)_ckpt_calloc(d->al, (size_t)team->workers, sizeof(ckpt_result));
     if (!g.who || !g.res) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
@@ -3522,10 +3520,9 @@ static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d, _ckpt_team *team) {
             if (w) { d->work += team->wd[w]->work; team->wd[w]->work = 0.0; }
             if (g.res[w] != CKPT_OK && (r == CKPT_OK || g.res[w] == CKPT_ERR_OUT_OF_HOST_MEMORY)) r = g.res[w];
         }
-        for (s = 1; s + len <= n; s++) owned += d->rep.first[d->rep.row[_CKPT_IDX(d, s, s + len)]] == s;
-        last = d->work - g.work0 + (double)owned * (len + 1) * d->nfam;
         for (s = 1; s + len <= n && r == CKPT_OK; s++) {
             int s0 = d->rep.first[d->rep.row[_CKPT_IDX(d, s, s + len)]];
+            owned += s0 == s;
             for (q = 0; q < d->nfam && r == CKPT_OK; q++) {
                 int f = d->fam[q];
                 if (s0 < s) {
@@ -3536,6 +3533,7 @@ static ckpt_result _ckpt_dp_frontiers(_ckpt_dp *d, _ckpt_team *team) {
             }
         }
         if (r == CKPT_OK && d->work > d->work_limit) r = CKPT_ERR_TOO_COMPLEX;
+        last = d->work - g.work0 + (double)owned * (len + 1) * d->nfam;
         for (w = 0; w < team->workers; w++) team->wd[w]->stage_n = 0;
     }
     _ckpt_free(d->al, g.who); _ckpt_free(d->al, g.res);
@@ -3683,7 +3681,6 @@ typedef struct _ckpt_dense {
     double *tab;            /* (M+1) doubles per (f, row) */
     double *sum;            /* (K+2) doubles per (f, row) */
     double *zeros;          /* M+2 zeros: a missing row, or its summary */
-    int32_t *owner;         /* per >>repeats row: 1 + the tile that computes it */
     unsigned char *own;     /* per (s,t): 1 where its row is computed, 2 when family 0 is feasible too */
     int nt;                 /* tiles per side */
     int32_t *need;          /* per tile: the last tile that must be done before it, beyond the
@@ -3707,17 +3704,16 @@ static int _ckpt_dense_alloc(_ckpt_dense *D, _ckpt_dp *d, int workers) {
     D->tab = (double *)_ckpt_malloc(al, (size_t)d->nfam * D->fam * sizeof(double));
     D->sum = (double *)_ckpt_malloc(al, (size_t)d->nfam * (size_t)d->rep.n_rows * (size_t)(D->K + 2) * sizeof(double));
     D->zeros = (double *)_ckpt_calloc(al, (size_t)D->M + 2, sizeof(double));
-    D->owner = (int32_t *)_ckpt_calloc(al, (size_t)d->rep.n_rows, sizeof(int32_t));
     D->own = (unsigned char *)_ckpt_calloc(al, (size_t)(n + 2) * (size_t)(n + 1), 1);
     D->need = (int32_t *)_ckpt_malloc(al, (size_t)D->nt * (size_t)(D->nt + 1) / 2 * sizeof(int32_t));
     D->fin = (unsigned char *)_ckpt_calloc(al, (size_t)D->nt * (size_t)(D->nt + 1) / 2, 1);
     D->fsum = (double *)_ckpt_malloc(al, (size_t)workers * _CKPT_TILE * (size_t)(n + 1) * sizeof(double));
-    return D->tab && D->sum && D->zeros && D->owner && D->own && D->need && D->fin && D->fsum;
+    return D->tab && D->sum && D->zeros && D->own && D->need && D->fin && D->fsum;
 }
 static void _ckpt_dense_free(_ckpt_dense *D) {
     const ckpt_allocator *al = D->d->al;
-    _ckpt_free(al, D->tab); _ckpt_free(al, D->sum); _ckpt_free(al, D->zeros); _ckpt_free(al, D->owner);
-    _ckpt_free(al, D->own); _ckpt_free(al, D->need); _ckpt_free(al, D->fin); _ckpt_free(al, D->fsum);
+    _ckpt_free(al, D->tab); _ckpt_free(al, D->sum); _ckpt_free(al, D->zeros); _ckpt_free(al, D->own);
+    _ckpt_free(al, D->need); _ckpt_free(al, D->fin); _ckpt_free(al, D->fsum);
 }
 
 static double *_ckpt_row(const _ckpt_dense *D, int s, int t, int f) {
@@ -3887,14 +3883,15 @@ static ckpt_result _ckpt_dense_owners(_ckpt_dense *D) {
     _ckpt_dp *d = D->d;
     int n = d->n, T = _CKPT_TILE, nt = D->nt, dd, b, s, t;
     int32_t *v = (int32_t *)_ckpt_malloc(d->al, (size_t)(n + 2) * (size_t)(n + 1) * sizeof(int32_t));
-    if (!v) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+    int32_t *owner = (int32_t *)_ckpt_calloc(d->al, (size_t)d->rep.n_rows, sizeof(int32_t));   /* row: 1 + its tile */
+    if (!v || !owner) { _ckpt_free(d->al, v); _ckpt_free(d->al, owner); return CKPT_ERR_OUT_OF_HOST_MEMORY; }
     for (dd = 0; dd < nt; dd++)
         for (b = 0; b + dd < nt; b++) {
             int s0 = b * T + 1, s1 = s0 + T - 1 < n ? s0 + T - 1 : n, t0 = (b + dd) * T + 1, t1 = t0 + T - 1 < n ? t0 + T - 1 : n;
             int32_t tile = _ckpt_tile_no(D, dd, b);
             for (s = s1; s >= s0; s--)
                 for (t = s > t0 ? s : t0; t <= t1; t++) {
-                    int32_t *o = &D->owner[d->rep.row[_CKPT_IDX(d, s, t)]];
+                    int32_t *o = &owner[d->rep.row[_CKPT_IDX(d, s, t)]];
                     D->own[_CKPT_IDX(d, s, t)] = (unsigned char)(*o ? 0 : 1 + ((int64_t)(d->minp[0][_CKPT_IDX(d, s, t)] / d->unit) <= D->M));
                     if (!*o) *o = tile + 1;
                     v[_CKPT_IDX(d, s, t)] = *o - 1 != tile ? *o - 1 : -1;     /* a row from another tile */
@@ -3912,7 +3909,7 @@ static ckpt_result _ckpt_dense_owners(_ckpt_dense *D) {
             int t1 = (b + dd + 1) * T < n ? (b + dd + 1) * T : n;
             D->need[_ckpt_tile_no(D, dd, b)] = v[_CKPT_IDX(d, b * T + 1, t1)];
         }
-    _ckpt_free(d->al, v);
+    _ckpt_free(d->al, v); _ckpt_free(d->al, owner);
     return CKPT_OK;
 }
 
