@@ -68,6 +68,8 @@
    CKPT_NO_THREADS         leave out <pthread.h>: ckpt_plan_desc.threads is then ignored (it
                            is included by default on POSIX systems; with glibc before 2.34,
                            link with -pthread).
+   CKPT_NO_HUGEPAGES       no madvise(MADV_HUGEPAGE) on the planner's tables (MEMORY) and no
+                           <sys/mman.h>: for systems where 2 MiB pages cost more than they save.
    CKPT_MAX_STAGES         largest chain accepted (default 4096).
    CKPT_CUBIC_MAX_STAGES   longest chain the optimal and greedy policies plan (default 1024:
                            their cost grows as n^3); longer ones get CKPT_ERR_TOO_COMPLEX, and
@@ -84,11 +86,18 @@
    ------
    The library allocates host memory (chain, plans, schedules) through the allocator in the desc,
    else CKPT_MALLOC/CKPT_FREE, else malloc/free (from several threads at once when planning with
-   ckpt_plan_desc.threads > 1: COST MODEL). Device memory comes only from the backend: one
-   arena per plan, allocated by ckpt_chain_plan and freed by the next plan or by
-   ckpt_chain_destroy. Every buffer in it has an offset fixed at plan time, so a training step
-   allocates nothing. The caller owns X[0] (the input), G[0] (the input gradient) and G[n] (the
-   output gradient); the library owns everything else.
+   ckpt_plan_desc.threads > 1: COST MODEL). The long-chain program's large tables (hundreds of MB
+   for hundreds of distinct stages) ask Linux for 2 MiB pages (madvise MADV_HUGEPAGE, >>hugepages):
+   a page fault per 2 MiB instead of per 4 KiB. They do when they come from malloc (no allocator
+   in the desc, no CKPT_MALLOC), CKPT_NO_HUGEPAGES is not defined, and <sys/mman.h> declares
+   MADV_HUGEPAGE, as glibc's does unless the file is strict ISO C (-std=c11 without
+   _DEFAULT_SOURCE or _GNU_SOURCE). On the developers' AMD VM, 400 distinct stages at 500 units
+   then planned in 1.3 s instead of 2.1; on an Intel VM, an earlier trial measured 2.1-2.4 s
+   instead of 1.6-1.7 (the kernel's clearing of 2 MiB pages took 35%): bench/RESULTS.md.
+   Device memory comes only from the backend: one arena per plan, allocated by ckpt_chain_plan
+   and freed by the next plan or by ckpt_chain_destroy. Every buffer in it has an offset fixed at
+   plan time, so a training step allocates nothing. The caller owns X[0] (the input), G[0] (the
+   input gradient) and G[n] (the output gradient); the library owns everything else.
    Replacing a plan plans first, so a planning error changes nothing; then it frees the old arena
    (and pinned pool) before allocating the new one, so the two are never held together. If that
    allocation fails, the chain has no plan (ckpt_forward returns CKPT_ERR_NO_PLAN) until a plan
@@ -976,7 +985,7 @@ typedef struct ckpt_plan_desc {
                                65,536 such units, unless the sparse program's frontiers pass
                                their 256 MB cap: then a coarser unit runs and a warning is
                                logged. This can take seconds for hundreds of distinct stages
-                               (about 6 s at 200, 3.3 s on 2 threads: see bench/RESULTS.md);
+                               (about 5 s at 200, 2.7 s on 2 threads: see bench/RESULTS.md);
                                sub-chains that repeat, such as a transformer's layers, are
                                planned once, which makes such chains much faster. N = round
                                sizes up to ceil(budget/N) bytes when coarser: faster, never over
@@ -1444,6 +1453,14 @@ CKPT_API void ckpt_trace_free(ckpt_trace *trace);
 #ifndef CKPT_MALLOC
 #define CKPT_MALLOC(sz, u) ((void)(u), malloc(sz))
 #define CKPT_FREE(p, u) ((void)(u), free(p))
+#define _CKPT_OWN_MALLOC 1
+#endif
+/* >>hugepages: the planner's large tables ask Linux for 2 MiB pages, where <sys/mman.h> declares
+   madvise and MADV_HUGEPAGE (glibc does unless the file is strict ISO C: -std=c11 without
+   _DEFAULT_SOURCE or _GNU_SOURCE), the memory is malloc's and CKPT_NO_HUGEPAGES is not defined */
+#if defined(__linux__) && defined(_CKPT_OWN_MALLOC) && !defined(CKPT_NO_HUGEPAGES)
+#include <sys/mman.h>
+#define _CKPT_HUGEPAGES 1
 #endif
 #ifndef CKPT_ASSERT
 #include <assert.h>
@@ -1477,6 +1494,19 @@ static void _ckpt_free(const ckpt_allocator *a, void *p) {
     if (!p) return;
     if (a && a->alloc) { a->free(p, a->user); return; }
     CKPT_FREE(p, a ? a->user : NULL);
+}
+/* _ckpt_malloc for a large table that is written soon after, page by page (>>hugepages): the
+   first write to each page is a fault (400 stages at 500 units: 87,000 faults and 2.1 s with
+   4 KiB pages, 3,300 and 1.3 s with 2 MiB ones, bench/RESULTS.md). The advice covers the 2 MiB
+   pages inside the block, and goes with the block when free unmaps it. */
+static void *_ckpt_malloc_big(const ckpt_allocator *a, size_t bytes) {
+    void *p = _ckpt_malloc(a, bytes);
+#if defined(MADV_HUGEPAGE) && defined(_CKPT_HUGEPAGES)
+    const uintptr_t huge = (uintptr_t)1 << 21;
+    uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
+    if (p && !(a && a->alloc) && hi > lo) (void)madvise((void *)lo, (size_t)(hi - lo), MADV_HUGEPAGE);
+#endif
+    return p;
 }
 
 /* >>results (implementation) */
@@ -2883,7 +2913,7 @@ static int _ckpt_fp_room(const ckpt_allocator *al, _ckpt_fp **buf, int64_t *cap,
     _ckpt_fp *p;
     if (need <= *cap) return 1;
     while (c < need) c *= 2;
-    if (!(p = (_ckpt_fp *)_ckpt_malloc(al, (size_t)c * sizeof *p))) return 0;
+    if (!(p = (_ckpt_fp *)_ckpt_malloc_big(al, (size_t)c * sizeof *p))) return 0;
     if (n) memcpy(p, *buf, (size_t)n * sizeof *p);
     _ckpt_free(al, *buf);
     *buf = p; *cap = c;
@@ -3701,8 +3731,8 @@ static int _ckpt_dense_alloc(_ckpt_dense *D, _ckpt_dp *d, int workers) {
     D->d = d; D->M = (int64_t)(d->budget / d->unit); D->K = (D->M + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP;
     D->nt = (n + _CKPT_TILE - 1) / _CKPT_TILE;
     D->fam = (size_t)d->rep.n_rows * (size_t)(D->M + 1);
-    D->tab = (double *)_ckpt_malloc(al, (size_t)d->nfam * D->fam * sizeof(double));
-    D->sum = (double *)_ckpt_malloc(al, (size_t)d->nfam * (size_t)d->rep.n_rows * (size_t)(D->K + 2) * sizeof(double));
+    D->tab = (double *)_ckpt_malloc_big(al, (size_t)d->nfam * D->fam * sizeof(double));
+    D->sum = (double *)_ckpt_malloc_big(al, (size_t)d->nfam * (size_t)d->rep.n_rows * (size_t)(D->K + 2) * sizeof(double));
     D->zeros = (double *)_ckpt_calloc(al, (size_t)D->M + 2, sizeof(double));
     D->own = (unsigned char *)_ckpt_calloc(al, (size_t)(n + 2) * (size_t)(n + 1), 1);
     D->need = (int32_t *)_ckpt_malloc(al, (size_t)D->nt * (size_t)(D->nt + 1) / 2 * sizeof(int32_t));
@@ -3964,8 +3994,8 @@ static uint64_t _ckpt_exact_unit(const ckpt_cost *c, int n) {
     return g ? g : 1;
 }
 
-/* Limits of the dense table: memory and work (400 distinct stages at 500 units fit: 1.6 s,
-   bench/RESULTS.md, 2026-11-26). */
+/* Limits of the dense table: memory and work (400 distinct stages at 500 units fit: 1.3 s,
+   bench/RESULTS.md, 2026-11-27). */
 #define _CKPT_DENSE_MAX_BYTES ((uint64_t)384 << 20)
 #define _CKPT_DENSE_MAX_WORK 1.2e10
 

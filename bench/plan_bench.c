@@ -23,7 +23,7 @@
      --units N    plan only with max_units = N (default: 500, 4096 and 0; "small": 0).
      --threads N  ckpt_plan_desc.threads (default 1: the calling thread alone, as rotor runs).
    Usage: plan_bench [--csv DIR] [--units N] [--threads N] [reps] [max_stages] [small|hetero|repeat] */
-#define _POSIX_C_SOURCE 199309L
+#define _DEFAULT_SOURCE     /* clock_gettime; madvise: the tables in 2 MiB pages (>>hugepages in ckpt.h) */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
