@@ -1453,14 +1453,11 @@ CKPT_API void ckpt_trace_free(ckpt_trace *trace);
 #ifndef CKPT_MALLOC
 #define CKPT_MALLOC(sz, u) ((void)(u), malloc(sz))
 #define CKPT_FREE(p, u) ((void)(u), free(p))
-#define _CKPT_OWN_MALLOC 1
-#endif
-/* >>hugepages: the planner's large tables ask Linux for 2 MiB pages, where <sys/mman.h> declares
-   madvise and MADV_HUGEPAGE (glibc does unless the file is strict ISO C: -std=c11 without
-   _DEFAULT_SOURCE or _GNU_SOURCE), the memory is malloc's and CKPT_NO_HUGEPAGES is not defined */
-#if defined(__linux__) && defined(_CKPT_OWN_MALLOC) && !defined(CKPT_NO_HUGEPAGES)
+/* >>hugepages: malloc's memory for the planner's large tables, on Linux (MEMORY in the manual) */
+#if defined(__linux__) && !defined(CKPT_NO_HUGEPAGES)
 #include <sys/mman.h>
 #define _CKPT_HUGEPAGES 1
+#endif
 #endif
 #ifndef CKPT_ASSERT
 #include <assert.h>
@@ -3520,12 +3517,12 @@ static void _ckpt_frontier_item(_ckpt_team *team, int w, int i) {
 }
 
 /* The frontiers, a diagonal at a time by the team; then its staged frontiers go to the pool in
-   order, s ascending. The caller alone also runs a diagonal after
-   one of little work (options and points merged, at most _CKPT_TEAM_WORK), where starting the
-   team costs more (as on a chain of repeats at its smallest peak). Memory: a diagonal's
-   frontiers are held twice while they move to the pool, and each worker checks the pool's cap
-   against its own stage only, so with w workers the stages can pass the cap by up to w - 1
-   times what is left under it before the moves refuse (CKPT_ERR_TOO_COMPLEX, as alone).
+   order, s ascending. The caller alone also runs a diagonal after one of little work (options
+   and points merged, at most _CKPT_TEAM_WORK), where starting the team costs more (as on a
+   chain of repeats at its smallest peak). Memory: a diagonal's frontiers are held twice while
+   they move to the pool, and each worker checks the pool's cap against its own stage only, so
+   with w workers the stages can pass the cap by up to w - 1 times what is left under it before
+   the moves refuse (CKPT_ERR_TOO_COMPLEX, as alone).
    (tests/test_planner_threads sets _CKPT_TEAM_WORK to 0: every diagonal by the team.) */
 #ifndef _CKPT_TEAM_WORK
 #define _CKPT_TEAM_WORK 16384
