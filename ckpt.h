@@ -219,8 +219,9 @@
    the compute of their gap first, then the largest) and, when no idle buffer is left, by a W
    for the offloaded buffer whose copy ends first, just before the op over the budget; every P is
    then moved as early as the budgets allow; the fastest wins (ties: the smaller device peak). It
-   is never predicted slower than optimal at the same budget, which is one of the candidates; on
-   some chains it also plans below optimal's min_budget. It is a heuristic: no optimality
+   is never predicted slower than optimal at the same budget: that plan is one of the
+   candidates, and when the arena rule of COST MODEL lowers the budget, optimal's own fitted plan
+   is taken if faster. On some chains it also plans below optimal's min_budget. It is a heuristic: no optimality
    guarantee. Its min_budget is optimal's (with the arena rule of COST MODEL), or the budget when
    it planned below that: an upper bound of the offload policy's true minimum. With microbatches, each of the k lanes has its own pool and
    the planner gives each a k-th of host_budget (rounded down to CKPT_ALIGN).
@@ -4653,6 +4654,26 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
     return r;
 }
 
+/* The offload policy's plan after its fit lowered the budget (pre: the figures before it)
+   against optimal's fitted plan, which is kept when faster: the offload policy's descent can end
+   below a budget where optimal's plan fits. (Without a descent, optimal's plan at the budget was
+   one of its candidates.) min_budget is the smaller of the two. */
+static ckpt_result _ckpt_fit_offload_vs_optimal(const ckpt_allocator *al, const ckpt_cost *c, int n,
+                                                uint32_t max_units, int threads, const ckpt_plan_info *pre,
+                                                _ckpt_sched *s, ckpt_plan_info *info) {
+    ckpt_plan_info oi = *pre;
+    _ckpt_sched os = {NULL, 0, 0};
+    ckpt_result r = _ckpt_plan_fit(al, c, n, CKPT_POLICY_OPTIMAL, 0, max_units, threads, pre->budget, NULL, &os, &oi);
+    if (r == CKPT_OK && oi.time < info->time) {
+        uint64_t mb = info->min_budget < oi.min_budget ? info->min_budget : oi.min_budget;
+        _ckpt_sched tmp = *s; *s = os; os = tmp;
+        *info = oi;
+        info->guarantee = CKPT_GUARANTEE_NONE; info->min_budget = mb;
+    }
+    _ckpt_free(al, os.ops);
+    return r == CKPT_ERR_INFEASIBLE || r == CKPT_ERR_TOO_COMPLEX ? CKPT_OK : r;
+}
+
 /* >>planner: public entry points (ckpt_plan_create and the plan's getters) ---------------------- */
 
 /* Plans and fills a new ckpt_plan for lanes microbatch lanes (the host budget is shared by
@@ -4666,6 +4687,7 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     int k = desc ? desc->k : 0;
     ckpt_cost *c = NULL;
     ckpt_result r;
+    ckpt_plan_info pre;
     memset(info, 0, sizeof *info);
     *out = NULL;
     if ((r = _ckpt_check_costs(user_costs, n, lg)) != CKPT_OK) return r;
@@ -4697,8 +4719,11 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     /* budget 0: no limit. A recomputing policy may peak above store-all (a recomputation can
        overlap a live gradient), so "no limit" really is none; the info then names the peak. */
     info->budget = desc && desc->budget ? desc->budget : UINT64_MAX;
+    pre = *info;
     r = _ckpt_plan_fit(al, c, n, policy, k, desc ? desc->max_units : 0, desc ? desc->threads : 0, info->budget,
                        off.link.d2h > 0 ? &off : NULL, &s, info);
+    if (r == CKPT_OK && off.link.d2h > 0 && info->fit_budget < pre.budget)
+        r = _ckpt_fit_offload_vs_optimal(al, c, n, desc->max_units, desc->threads, &pre, &s, info);
     if (r == CKPT_ERR_INFEASIBLE) {
         _CKPT_ERR(lg, r, "budget %llu bytes is infeasible for policy %s; every budget from %llu bytes plans",
                   (unsigned long long)info->budget, ckpt_policy_name(policy), (unsigned long long)info->min_budget);

@@ -1081,6 +1081,40 @@ static void test_must_win(void) {
            fi.n_offloaded, fi.compute_time);
 }
 
+/* 5b. A chain where the offload policy's fastest plan at the budget needs an arena above it, so
+   the arena rule (COST MODEL) lowers its budget, and its descent ends on a plan slower than
+   optimal's at the budget, whose arena fits (32.85 against 32.24 before the offload policy
+   compared the two). The offload policy must take optimal's plan then: never slower. */
+static void test_fit_not_slower(void) {
+    static const double ft[8][2] = {
+        {0.682554219224634, 0.90529121554705461}, {0.17862613853411374, 0.2911111212553058},
+        {1.5409921150191943, 2.414387261661544},  {1.2970004289274053, 3.5200275532050971},
+        {1.3398099746556502, 3.0277341846618517}, {1.3308893353784008, 2.7053904680837348},
+        {0.31691053535918956, 0.93957041987618461}, {1.0389441656050817, 1.1893001208752521}};
+    static const uint64_t sz[8][4] = {
+        {740864, 915671, 61680, 62127}, {15105, 563712, 0, 0},  {592863, 1847272, 0, 0},
+        {815872, 1565092, 0, 138891},   {764247, 879857, 85005, 0}, {290560, 1884160, 0, 0},
+        {688640, 513024, 0, 0},         {912545, 3699176, 31031, 23135}};
+    ckpt_cost c[8];
+    ckpt_plan_info oi, fi;
+    int i, res, n_o = 0;
+    memset(c, 0, sizeof c);
+    for (i = 0; i < 8; i++) {
+        c[i].f = ft[i][0]; c[i].b = ft[i][1];
+        c[i].a = sz[i][0]; c[i].t = sz[i][1]; c[i].wf = sz[i][2]; c[i].wb = sz[i][3];
+    }
+    c[3].flags = CKPT_STAGE_NO_CHECKPOINT;
+    res = plan_and_check(c, 8, CKPT_POLICY_OPTIMAL, 5992849, 0, 0, 0, &oi, NULL);
+    CHECK(res == CKPT_OK, "fit chain: optimal: %s", ckpt_result_string((ckpt_result)res));
+    res = plan_and_check(c, 8, CKPT_POLICY_OFFLOAD, 5992849, 597459.93611802184, 1864138.4226667855, 0, &fi, &n_o);
+    CHECK(res == CKPT_OK, "fit chain: offload: %s", ckpt_result_string((ckpt_result)res));
+    CHECK(fi.time <= oi.time, "fit chain: offload time %.17g slower than optimal %.17g", fi.time, oi.time);
+    CHECK(fi.min_budget <= oi.min_budget, "fit chain: offload min_budget %llu above optimal's %llu",
+          (unsigned long long)fi.min_budget, (unsigned long long)oi.min_budget);
+    printf("fit chain (8 stages, budget 5992849): optimal time %.6g fit_budget %llu, offload time %.6g\n", oi.time,
+           (unsigned long long)oi.fit_budget, fi.time);
+}
+
 /* 6. Host allocation failures while planning: the N-th allocation fails, for every N up to the
    count a clean plan makes, on a 15-stage chain with every policy. Each run gives the clean plan
    (same ops, time and peak) or CKPT_ERR_OUT_OF_HOST_MEMORY, never a different plan, and frees
@@ -1166,6 +1200,7 @@ int main(int argc, char **argv) {
     test_hand();
     test_invalid();
     test_must_win();
+    test_fit_not_slower();
     test_alloc_failures();
     test_random(n_chains);
     test_random_schedules(n_chains * 2);
