@@ -2408,13 +2408,23 @@ done:
    search may drop X[i-1] or X[i] (a buffer is dropped right after its last read); B frees what
    the model says. Labels are (time, peak) lexicographic, or (peak, time) to find the smallest
    feasible budget; both extend monotonically, so Dijkstra is exact. The live tapes are one digit
-   per stage, in radix 2 + n_options: 0 for none, 1 + o for T[i] kept in option o. */
+   per stage, in radix 2 + n_options: 0 for none, 1 + o for T[i] kept in option o.
+   Bounds on what is still to come direct the search (A*). Time: every B(j) not yet run needs
+   its tape, so it costs at least B(j) in its option when T[j] is live, else F(j) + B(j) (option
+   0 is the fastest backward); an op lowers the bound by at most its own time. Peak: B(j) holds
+   at least its smallest tape, X[j-1], G[j] and G[j-1] and its workspace, so a state's peak
+   counts as at least the largest of those over the B(j) to come (hp), which no completion can
+   go below; states over the budget that way are dropped. Labels stay monotone along every op,
+   so the first label popped is still the least; the search skips the states whose time spent
+   on recomputation, or whose peak, is already beyond the optimum's. */
 struct _ckpt_heap_e { double k1; uint64_t k2; int64_t s; };
 
 typedef struct _ckpt_xs {
     const ckpt_cost *c;
     int n, nu;
     int fb_bit[16];     /* boundary j -> U bit, or -1 (the search takes at most 12 stages) */
+    uint64_t hp[16];    /* hp[k]: the peak bound of B(1..k) to come (hp[0] = 0) */
+    uint64_t budget;    /* (UINT64_MAX when by_peak) */
     int64_t off[16];    /* first base index of each phase */
     int64_t tw[16];     /* tw[j]: weight of stage j + 1's tape digit (tw[0] = 1) */
     int64_t n_states;
@@ -2422,7 +2432,8 @@ typedef struct _ckpt_xs {
     uint64_t *peak;
     int32_t *parent;
     uint16_t *op;       /* kind | stage << 1 | tape << 6 | option << 7 */
-    unsigned char *done;
+    unsigned char *seen;    /* 0: not reached (its time, peak, parent and op are unset), 1:
+                               reached, 2: done */
     struct _ckpt_heap_e *heap;
     int64_t heap_n, heap_cap;
     int by_peak;
@@ -2433,7 +2444,8 @@ static int _ckpt_xs_less(const _ckpt_xs *x, const struct _ckpt_heap_e *a, const 
     if (a->k1 != b->k1) return a->k1 < b->k1;
     return a->k2 < b->k2;
 }
-static int _ckpt_xs_push(const ckpt_allocator *al, _ckpt_xs *x, double t, uint64_t p, int64_t s) {
+/* h: the bound on the time still to come (_ckpt_xs_h) */
+static int _ckpt_xs_push(const ckpt_allocator *al, _ckpt_xs *x, double t, double h, uint64_t p, int64_t s) {
     struct _ckpt_heap_e e;
     int64_t i;
     if (x->heap_n == x->heap_cap) {
@@ -2444,8 +2456,10 @@ static int _ckpt_xs_push(const ckpt_allocator *al, _ckpt_xs *x, double t, uint64
         _ckpt_free(al, x->heap);
         x->heap = h; x->heap_cap = cap;
     }
-    /* key (time, peak), or (peak, time) with the time as its bits: for doubles >= 0 the bit
-       patterns order like the values. Peaks stay below 2^58, so a double holds them exactly. */
+    /* key (time + h, peak), or (peak, time + h) with the time as its bits: for doubles >= 0 the
+       bit patterns order like the values. Peaks stay below 2^58, so a double holds them
+       exactly. */
+    t += h;
     e.k1 = x->by_peak ? (double)p : t;
     e.k2 = p;
     if (x->by_peak) memcpy(&e.k2, &t, sizeof t);
@@ -2490,6 +2504,18 @@ static void _ckpt_xs_decode(const _ckpt_xs *x, int64_t s, int *ph, uint32_t *X, 
 /* T[i]'s digit: 0 when not live, else 1 + its option. */
 static int _ckpt_xs_tdig(const _ckpt_xs *x, int64_t T, int i) { return (int)(T / x->tw[i - 1] % (x->c[i - 1].n_options + 2)); }
 
+/* The bound on the time still to come in phase ph (0: the forward phase) with tapes T: B(j) for
+   j up to the phase (all in the forward phase), each after F(j) when T[j] is not live. Summed
+   from the state alone, so a state has one bound whichever way it was reached. */
+static double _ckpt_xs_h(const _ckpt_xs *x, int ph, int64_t T) {
+    double h = 0.0;
+    int j, d;
+    if (ph > x->n) return 0.0;
+    for (j = 1; j <= (ph ? ph : x->n); j++)
+        h += (d = _ckpt_xs_tdig(x, T, j)) != 0 ? _ckpt_bwd_of(&x->c[j - 1], d - 1) : x->c[j - 1].f + x->c[j - 1].b;
+    return h;
+}
+
 static uint64_t _ckpt_xs_live(const _ckpt_xs *x, int ph, uint32_t X, int64_t T) {
     uint64_t L = 0;
     int j, d;
@@ -2501,15 +2527,21 @@ static uint64_t _ckpt_xs_live(const _ckpt_xs *x, int ph, uint32_t X, int64_t T) 
     return L;
 }
 
-static int _ckpt_xs_relax(const ckpt_allocator *al, _ckpt_xs *x, int64_t from, int64_t to, double t,
-                          uint64_t p, uint16_t op) {
+/* A path reaches state `to` at time t and peak p; h and hp: its bounds (hp: x->hp of its B(j)
+   to come). By peak, labels compare max(p, hp), the peak any completion reaches at least. */
+static int _ckpt_xs_relax(const ckpt_allocator *al, _ckpt_xs *x, int64_t from, int64_t to, double t, double h,
+                          uint64_t p, uint64_t hp, uint16_t op) {
     int better;
-    if (x->done[to]) return 1;
-    if (x->by_peak) better = p < x->peak[to] || (p == x->peak[to] && t < x->time[to]);
-    else better = t < x->time[to] || (t == x->time[to] && p < x->peak[to]);
+    uint64_t pe = p > hp ? p : hp, po;
+    if (x->seen[to] == 2 || pe > x->budget) return 1;
+    if (!x->seen[to]) better = 1;
+    else if (x->by_peak) {
+        po = x->peak[to] > hp ? x->peak[to] : hp;
+        better = pe < po || (pe == po && t < x->time[to]);
+    } else better = t < x->time[to] || (t == x->time[to] && p < x->peak[to]);
     if (!better) return 1;
-    x->time[to] = t; x->peak[to] = p; x->parent[to] = (int32_t)from; x->op[to] = op;
-    return _ckpt_xs_push(al, x, t, p, to);
+    x->seen[to] = 1; x->time[to] = t; x->peak[to] = p; x->parent[to] = (int32_t)from; x->op[to] = op;
+    return _ckpt_xs_push(al, x, t, h, x->by_peak ? pe : p, to);
 }
 
 /* Expands F(i, tape) (in tape option opt; without tape, the scratch option) from a state, with
@@ -2518,6 +2550,7 @@ static int _ckpt_xs_forward(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, in
                             int64_t T, uint32_t U, uint64_t L, uint64_t budget, int i, int tape, int opt) {
     const ckpt_cost *c = x->c;
     int n = x->n, ub_in = x->fb_bit[i - 1], ub_out = i < n ? x->fb_bit[i] : -1, d;
+    double h;
     int o = tape ? opt : _ckpt_scratch_option(&c[i - 1]);
     uint64_t opk = L + c[i - 1].a + _ckpt_tape_of(&c[i - 1], o) + c[i - 1].wf;
     uint64_t pk = opk > x->peak[s] ? opk : x->peak[s];
@@ -2528,13 +2561,14 @@ static int _ckpt_xs_forward(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, in
     if (tape && _ckpt_xs_tdig(x, T, i)) return 1;
     if (ub_in >= 0 && (U & (1u << ub_in))) return 1;
     if (opk > budget) return 1;
+    h = _ckpt_xs_h(x, ph, Tk);   /* (F(n) enters phase n: the same bound) */
     if (i == n) {   /* F(n): enter the backward phase, keeping X[n-1] or dropping it (B(n) then
                        needs it recomputed) */
         uint32_t U2 = ub_in >= 0 ? (U | (1u << ub_in)) : U;
-        if (!_ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, n, X, Tk, U2), t, pk, code)) return 0;
+        if (!_ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, n, X, Tk, U2), t, h, pk, x->hp[n], code)) return 0;
         if (n < 2) return 1;
         if (ub_in >= 0) U2 &= ~(1u << ub_in);
-        return _ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, n, X & ~(1u << (n - 2)), Tk, U2), t, pk, code);
+        return _ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, n, X & ~(1u << (n - 2)), Tk, U2), t, h, pk, x->hp[n], code);
     }
     if ((ph == 0 || i < ph) && (X & (1u << (i - 1)))) return 1;    /* X[i] already live */
     for (d = 0; d < 4; d++) {
@@ -2547,7 +2581,8 @@ static int _ckpt_xs_forward(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, in
         if (ub_out >= 0) U2 &= ~(1u << ub_out);
         if (drop_in) { X2 &= ~(1u << (i - 2)); if (ub_in >= 0 && i >= 2) U2 &= ~(1u << ub_in); }
         if (!drop_out) X2 |= 1u << (i - 1);
-        if (!_ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, ph, X2, Tk, U2), t, pk, code)) return 0;
+        if (!_ckpt_xs_relax(al, x, s, _ckpt_xs_encode(x, ph, X2, Tk, U2), t, h, pk, x->hp[ph ? ph : n], code))
+            return 0;
     }
     return 1;
 }
@@ -2571,7 +2606,8 @@ static int _ckpt_xs_expand(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, uin
             if (k >= 2 && x->fb_bit[k - 1] >= 0) U2 &= ~(1u << x->fb_bit[k - 1]);
             to = k == 1 ? _ckpt_xs_encode(x, n + 1, 0, 0, U2)
                         : _ckpt_xs_encode(x, k - 1, X & ~(1u << (k - 2)), T - (int64_t)d * x->tw[k - 1], U2);
-            if (!_ckpt_xs_relax(al, x, s, to, x->time[s] + _ckpt_bwd_of(&c[k - 1], d - 1), pk,
+            if (!_ckpt_xs_relax(al, x, s, to, x->time[s] + _ckpt_bwd_of(&c[k - 1], d - 1),
+                                k == 1 ? 0.0 : _ckpt_xs_h(x, k - 1, T - (int64_t)d * x->tw[k - 1]), pk, x->hp[k - 1],
                                 (uint16_t)(CKPT_OP_B | (k << 1))))
                 return 0;
         }
@@ -2621,20 +2657,27 @@ static ckpt_result _ckpt_exact_search(const ckpt_allocator *al, const ckpt_cost 
     x.nu = nu;
     x.n_states = _ckpt_xs_layout(c, n, x.off, x.tw);
     if (by_peak) budget = UINT64_MAX;
+    x.budget = budget;
+    for (j = 1; j <= n; j++) {   /* B(j): its smallest tape, X[j-1] and G[j-1], G[j], workspace */
+        uint64_t t = c[j - 1].t, b;
+        int o;
+        for (o = 1; o <= c[j - 1].n_options; o++) if (_ckpt_tape_of(&c[j - 1], o) < t) t = _ckpt_tape_of(&c[j - 1], o);
+        b = t + (j >= 2 ? 2 * c[j - 2].a : 0) + (j < n ? c[j - 1].a : 0) + c[j - 1].wb;
+        x.hp[j] = b > x.hp[j - 1] ? b : x.hp[j - 1];
+    }
     x.time = (double *)_ckpt_malloc(al, (size_t)x.n_states * sizeof(double));
     x.peak = (uint64_t *)_ckpt_malloc(al, (size_t)x.n_states * sizeof(uint64_t));
     x.parent = (int32_t *)_ckpt_malloc(al, (size_t)x.n_states * sizeof(int32_t));
     x.op = (uint16_t *)_ckpt_malloc(al, (size_t)x.n_states * sizeof(uint16_t));
-    x.done = (unsigned char *)_ckpt_calloc(al, (size_t)x.n_states, 1);
-    if (!x.time || !x.peak || !x.parent || !x.op || !x.done) goto done;
-    for (s = 0; s < x.n_states; s++) { x.time[s] = DBL_MAX; x.peak[s] = UINT64_MAX; }
-    x.time[0] = 0; x.peak[0] = 0; x.parent[0] = -1;
-    if (!_ckpt_xs_push(al, &x, 0, 0, 0)) goto done;
+    x.seen = (unsigned char *)_ckpt_calloc(al, (size_t)x.n_states, 1);
+    if (!x.time || !x.peak || !x.parent || !x.op || !x.seen) goto done;
+    x.seen[0] = 1; x.time[0] = 0; x.peak[0] = 0; x.parent[0] = -1;
+    if (!_ckpt_xs_push(al, &x, 0, _ckpt_xs_h(&x, 0, 0), 0, 0)) goto done;
     r = CKPT_ERR_INFEASIBLE;
     while (x.heap_n) {
         struct _ckpt_heap_e e = _ckpt_xs_pop(&x);
-        if (x.done[e.s]) continue;
-        x.done[e.s] = 1;
+        if (x.seen[e.s] == 2) continue;
+        x.seen[e.s] = 2;
         if ((e.s >> nu) == x.off[n + 1]) { r = CKPT_OK; goal = e.s; break; }
         if (!_ckpt_xs_expand(al, &x, e.s, budget)) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; break; }
     }
@@ -2654,7 +2697,7 @@ static ckpt_result _ckpt_exact_search(const ckpt_allocator *al, const ckpt_cost 
     }
 done:
     _ckpt_free(al, x.time); _ckpt_free(al, x.peak); _ckpt_free(al, x.parent);
-    _ckpt_free(al, x.op); _ckpt_free(al, x.done); _ckpt_free(al, x.heap);
+    _ckpt_free(al, x.op); _ckpt_free(al, x.seen); _ckpt_free(al, x.heap);
     return r;
 }
 
@@ -4252,10 +4295,12 @@ typedef struct _ckpt_off {
 } _ckpt_off;
 static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, int threads, _ckpt_sched *s, ckpt_plan_info *info);
 
-/* off: the offload policy's link and budgets (NULL for the others). */
+/* off: the offload policy's link and budgets (NULL for the others). min_peak: optimal's smallest
+   peak on this chain when an earlier call found it (0: not known); the exact search then skips
+   its search by peak. */
 static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy,
-                                     int k, uint32_t max_units, int threads, uint64_t budget, const _ckpt_off *off,
-                                     _ckpt_sched *s, ckpt_plan_info *info) {
+                                     int k, uint32_t max_units, int threads, uint64_t budget, uint64_t min_peak,
+                                     const _ckpt_off *off, _ckpt_sched *s, ckpt_plan_info *info) {
     ckpt_result r;
     double t;
     uint64_t p = 0;
@@ -4283,12 +4328,14 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
             o.budget = budget < info->store_all_peak ? budget : info->store_all_peak;
             return _ckpt_offload_plan(&o, max_units, threads, s, info);
         }
-        return _ckpt_plan_policy(al, c, n, CKPT_POLICY_OPTIMAL, k, max_units, threads, budget, NULL, s, info);   /* no link */
+        return _ckpt_plan_policy(al, c, n, CKPT_POLICY_OPTIMAL, k, max_units, threads, budget, min_peak, NULL, s,
+                                 info);   /* no link */
     case CKPT_POLICY_OPTIMAL:
         if (budget > info->store_all_peak) budget = info->store_all_peak;   /* store-all is fastest */
         if (_ckpt_xs_size(c, n) > 0) {
             info->guarantee = CKPT_GUARANTEE_ALL_SCHEDULES;
-            r = _ckpt_exact_search(al, c, n, 0, 1, s, &info->min_budget);
+            info->min_budget = min_peak;
+            r = min_peak ? CKPT_OK : _ckpt_exact_search(al, c, n, 0, 1, s, &info->min_budget);
             if (r != CKPT_OK) return r;
             if (info->min_budget > budget) return CKPT_ERR_INFEASIBLE;
             return _ckpt_exact_search(al, c, n, budget, 0, s, NULL);
@@ -4525,7 +4572,8 @@ static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, in
         if (j > grid && !(min_budget > o->budget && min_budget < sa)) continue;
         ci = *info;
         if (j == 0 || j > grid) {   /* the recompute-only optimum itself (at the budget or its smallest) */
-            rj = _ckpt_plan_policy(o->al, o->c, o->n, CKPT_POLICY_OPTIMAL, 0, max_units, threads, bj, NULL, &cand, &ci);
+            rj = _ckpt_plan_policy(o->al, o->c, o->n, CKPT_POLICY_OPTIMAL, 0, max_units, threads, bj,
+                                   j ? min_budget : 0, NULL, &cand, &ci);
             if (j == 0) min_budget = ci.min_budget;
         } else {        /* starting points for offload: the persistent program in a coarse unit is enough */
             uint64_t mp, unit;
@@ -4603,7 +4651,8 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
         ckpt_plan_info ti = base;
         _ckpt_off o;
         if (off) { o = *off; o.host_budget = hb; }
-        r = _ckpt_plan_policy(al, c, n, policy, k, max_units, threads, b, off ? &o : NULL, s, &ti);
+        r = _ckpt_plan_policy(al, c, n, policy, k, max_units, threads, b, policy == CKPT_POLICY_OPTIMAL ? m : 0,
+                              off ? &o : NULL, s, &ti);
         if (iter == 0) m = ti.min_budget;
         if (r == CKPT_ERR_INFEASIBLE && floor == 1 && ti.min_budget > b) {
             b = ti.min_budget; floor = 2;   /* offload's minimum was below optimal's: optimal's */

@@ -16,13 +16,17 @@
    table.
    With a third argument "small", sizes are small multiples of 512 bytes so that every budget is
    under 65,536 units: the case where optimal must be exact; only max_units = 0 runs.
+   With "short", chains of 6, 8 and 10 stages (four random "hetero" chains of each, sizes drawn as
+   for "small") at the budget halfway from min_budget to store-all's peak: the default planner
+   runs its exact search over all schedules there (CKPT_EXACT_SEARCH_MAX_STAGES), which max_units
+   does not change; max_stages is ignored.
    Options (before the positional arguments):
      --csv DIR    write each chain it plans to DIR/<chain>_<stages>.csv in ckpt-plan's CSV format
                   (tools/ckpt-plan.c), with comment lines giving the budget and store-all's peak
                   and time; the directory must exist.
      --units N    plan only with max_units = N (default: 500, 4096 and 0; "small": 0).
      --threads N  ckpt_plan_desc.threads (default 1: the calling thread alone, as rotor runs).
-   Usage: plan_bench [--csv DIR] [--units N] [--threads N] [reps] [max_stages] [small|hetero|repeat] */
+   Usage: plan_bench [--csv DIR] [--units N] [--threads N] [reps] [max_stages] [small|hetero|repeat|short] */
 #define _DEFAULT_SOURCE     /* clock_gettime; madvise: the tables in 2 MiB pages (>>hugepages in ckpt.h) */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -86,6 +90,11 @@ static void run(const char *kind, const ckpt_cost *c, int n, uint64_t budget, ui
     fflush(stdout);
 }
 
+static void print_header(void) {
+    printf("%-7s %-7s %-10s %-9s %-9s %-8s %-10s %-10s %-10s %-9s %-11s %s\n", "chain", "stages", "max_units", "wall_ms",
+           "cpu_ms", "threads", "rotor_ms", "unit", "units", "time/sa", "peak/budget", "guarantee");
+}
+
 /* heterogeneous: every stage at random, all multiples of 512 bytes */
 static void random_stage(ckpt_cost *c, int small) {
     uint64_t scale = small ? 1 : 256;
@@ -115,6 +124,26 @@ static int write_csv(const char *dir, const char *kind, const ckpt_cost *c, int 
     return fclose(f) == 0;
 }
 
+/* "short": the exact search over all schedules on chains of 6 to 10 stages */
+static int run_short(int reps) {
+    static const int ns[] = {6, 8, 10};
+    int si, k, i;
+    print_header();
+    for (si = 0; si < 3; si++)
+        for (k = 0; k < 4; k++) {
+            ckpt_cost c[10];
+            ckpt_plan *p;
+            ckpt_plan_desc pd = {0};
+            ckpt_plan_info info;
+            memset(c, 0, sizeof c);
+            for (i = 0; i < ns[si]; i++) random_stage(&c[i], 1);
+            pd.budget = 1;     /* infeasible: its info names min_budget and store-all's peak */
+            if (ckpt_plan_create(c, ns[si], &pd, &p, &info) != CKPT_ERR_INFEASIBLE) return 1;
+            run("short", c, ns[si], info.min_budget + (info.store_all_peak - info.min_budget) / 2, 0, reps);
+        }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     static const int sizes[] = {50, 100, 200, 400};
     static const uint32_t units[] = {500, 4096, 0};
@@ -135,10 +164,10 @@ int main(int argc, char **argv) {
     max_n = argc > 2 ? atoi(argv[2]) : 400;
     only = argc > 3 ? argv[3] : "";
     small = strcmp(only, "small") == 0;
+    if (strcmp(only, "short") == 0) return run_short(reps);
     if (reps < 1) reps = 1;
     if (reps > 32) reps = 32;
-    printf("%-7s %-7s %-10s %-9s %-9s %-8s %-10s %-10s %-10s %-9s %-11s %s\n", "chain", "stages", "max_units", "wall_ms",
-           "cpu_ms", "threads", "rotor_ms", "unit", "units", "time/sa", "peak/budget", "guarantee");
+    print_header();
     for (kind = 0; kind < 2; kind++) {
         const char *name = kind ? "repeat" : "hetero";
         if (small ? kind : *only && strcmp(only, name)) continue;
