@@ -221,10 +221,11 @@
    then moved as early as the budgets allow; the fastest wins (ties: the smaller device peak). It
    is never predicted slower than optimal at the same budget: that plan is one of the
    candidates, and when the arena rule of COST MODEL lowers the budget, optimal's own fitted plan
-   is taken if faster. On some chains it also plans below optimal's min_budget. It is a heuristic: no optimality
-   guarantee. Its min_budget is optimal's (with the arena rule of COST MODEL), or the budget when
-   it planned below that: an upper bound of the offload policy's true minimum. With microbatches, each of the k lanes has its own pool and
-   the planner gives each a k-th of host_budget (rounded down to CKPT_ALIGN).
+   is taken if faster. On some chains it also plans below optimal's min_budget. It is a
+   heuristic: no optimality guarantee. Its min_budget is optimal's (with the arena rule of COST
+   MODEL), or the budget when it planned below that: an upper bound of the offload policy's true
+   minimum. With microbatches, each of the k lanes has its own pool and the planner gives each a
+   k-th of host_budget (rounded down to CKPT_ALIGN).
 
    PARAMETER STREAMING AND MICROBATCHES
    ------------------------------------
