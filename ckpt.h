@@ -2548,7 +2548,7 @@ static int _ckpt_xs_relax(const ckpt_allocator *al, _ckpt_xs *x, int64_t from, i
 /* Expands F(i, tape) (in tape option opt; without tape, the scratch option) from a state, with
    every drop choice. */
 static int _ckpt_xs_forward(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, int ph, uint32_t X,
-                            int64_t T, uint32_t U, uint64_t L, uint64_t budget, int i, int tape, int opt) {
+                            int64_t T, uint32_t U, uint64_t L, int i, int tape, int opt) {
     const ckpt_cost *c = x->c;
     int n = x->n, ub_in = x->fb_bit[i - 1], ub_out = i < n ? x->fb_bit[i] : -1, d;
     double h;
@@ -2561,7 +2561,7 @@ static int _ckpt_xs_forward(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, in
     if (i >= 2 && !(X & (1u << (i - 2)))) return 1;
     if (tape && _ckpt_xs_tdig(x, T, i)) return 1;
     if (ub_in >= 0 && (U & (1u << ub_in))) return 1;
-    if (opk > budget) return 1;
+    if (opk > x->budget) return 1;
     h = _ckpt_xs_h(x, ph, Tk);   /* (F(n) enters phase n: the same bound) */
     if (i == n) {   /* F(n): enter the backward phase, keeping X[n-1] or dropping it (B(n) then
                        needs it recomputed) */
@@ -2588,7 +2588,7 @@ static int _ckpt_xs_forward(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, in
     return 1;
 }
 
-static int _ckpt_xs_expand(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, uint64_t budget) {
+static int _ckpt_xs_expand(const ckpt_allocator *al, _ckpt_xs *x, int64_t s) {
     const ckpt_cost *c = x->c;
     int ph, i, o, n = x->n, last;
     uint32_t X, U;
@@ -2600,7 +2600,7 @@ static int _ckpt_xs_expand(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, uin
     if (ph >= 1) {  /* B(k) */
         int k = ph, d = _ckpt_xs_tdig(x, T, k);
         uint64_t opk = L + (k >= 2 ? c[k - 2].a : 0) + c[k - 1].wb;
-        if (d && (k < 2 || (X & (1u << (k - 2)))) && opk <= budget) {
+        if (d && (k < 2 || (X & (1u << (k - 2)))) && opk <= x->budget) {
             uint64_t pk = opk > x->peak[s] ? opk : x->peak[s];
             uint32_t U2 = U;
             int64_t to;
@@ -2616,8 +2616,8 @@ static int _ckpt_xs_expand(const ckpt_allocator *al, _ckpt_xs *x, int64_t s, uin
     last = ph == 0 ? n : ph;
     for (i = 1; i <= last; i++) {
         for (o = 0; o <= c[i - 1].n_options; o++)
-            if (!_ckpt_xs_forward(al, x, s, ph, X, T, U, L, budget, i, 1, o)) return 0;
-        if (i < last && !_ckpt_xs_forward(al, x, s, ph, X, T, U, L, budget, i, 0, 0)) return 0;
+            if (!_ckpt_xs_forward(al, x, s, ph, X, T, U, L, i, 1, o)) return 0;
+        if (i < last && !_ckpt_xs_forward(al, x, s, ph, X, T, U, L, i, 0, 0)) return 0;
     }
     return 1;
 }
@@ -2657,13 +2657,10 @@ static ckpt_result _ckpt_exact_search(const ckpt_allocator *al, const ckpt_cost 
     for (j = 0; j < n; j++) x.fb_bit[j] = (c[j].flags & CKPT_STAGE_NO_CHECKPOINT) ? nu++ : -1;
     x.nu = nu;
     x.n_states = _ckpt_xs_layout(c, n, x.off, x.tw);
-    if (by_peak) budget = UINT64_MAX;
-    x.budget = budget;
+    x.budget = by_peak ? UINT64_MAX : budget;
     for (j = 1; j <= n; j++) {   /* B(j): its smallest tape, X[j-1] and G[j-1], G[j], workspace */
-        uint64_t t = c[j - 1].t, b;
-        int o;
-        for (o = 1; o <= c[j - 1].n_options; o++) if (_ckpt_tape_of(&c[j - 1], o) < t) t = _ckpt_tape_of(&c[j - 1], o);
-        b = t + (j >= 2 ? 2 * c[j - 2].a : 0) + (j < n ? c[j - 1].a : 0) + c[j - 1].wb;
+        uint64_t b = _ckpt_tape_of(&c[j - 1], _ckpt_scratch_option(&c[j - 1])) + (j >= 2 ? 2 * c[j - 2].a : 0) +
+                     (j < n ? c[j - 1].a : 0) + c[j - 1].wb;
         x.hp[j] = b > x.hp[j - 1] ? b : x.hp[j - 1];
     }
     x.time = (double *)_ckpt_malloc(al, (size_t)x.n_states * sizeof(double));
@@ -2680,7 +2677,7 @@ static ckpt_result _ckpt_exact_search(const ckpt_allocator *al, const ckpt_cost 
         if (x.seen[e.s] == 2) continue;
         x.seen[e.s] = 2;
         if ((e.s >> nu) == x.off[n + 1]) { r = CKPT_OK; goal = e.s; break; }
-        if (!_ckpt_xs_expand(al, &x, e.s, budget)) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; break; }
+        if (!_ckpt_xs_expand(al, &x, e.s)) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; break; }
     }
     if (r == CKPT_OK) {
         int len = 0;

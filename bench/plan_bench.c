@@ -164,9 +164,9 @@ int main(int argc, char **argv) {
     max_n = argc > 2 ? atoi(argv[2]) : 400;
     only = argc > 3 ? argv[3] : "";
     small = strcmp(only, "small") == 0;
-    if (strcmp(only, "short") == 0) return run_short(reps);
     if (reps < 1) reps = 1;
     if (reps > 32) reps = 32;
+    if (strcmp(only, "short") == 0) return run_short(reps);
     print_header();
     for (kind = 0; kind < 2; kind++) {
         const char *name = kind ? "repeat" : "hetero";
