@@ -1872,6 +1872,7 @@ static uint64_t _ckpt_peak_of(const _ckpt_buf *b, int nb, int n_ops, int aligned
     int64_t live = 0;
     uint64_t peak = 0;
     int k, i;
+    if (nb == 0) return 0;
     memset(delta, 0, ((size_t)n_ops + 2) * sizeof *delta);
     for (i = 0; i < nb; i++) {
         int64_t bytes = (int64_t)(aligned ? _ckpt_align_up(b[i].bytes) : b[i].bytes);
@@ -1988,39 +1989,70 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
 /* Returns CKPT_OK or CKPT_ERR_BAD_SCHEDULE (op index in *bad, reason in *why) or
    CKPT_ERR_OUT_OF_HOST_MEMORY. an may ask for buffers (want_bufs) or only for time and peaks; span
    (2 x n_ops, or NULL) gets the ops' predicted start and end (>>trace). */
+/* Memory that a planner's loop of analyses reuses (_ckpt_sched_eval_into): one block, grown when
+   an analysis needs more. Each analysis in a fresh allocation cost a planner that analyses
+   thousands of schedules more in page faults and zeroing than in the analyses themselves
+   (bench/RESULTS.md). */
+typedef struct _ckpt_an_scratch { void *p; size_t size, used; } _ckpt_an_scratch;
+
+/* An array of the analysis: with no scratch, its own zeroed allocation; with one, the next zeroed
+   part of its block (pass 0 only counts the bytes, pass 1 hands out the parts). */
+static void *_ckpt_an_array(const ckpt_allocator *al, _ckpt_an_scratch *sc, int pass, size_t count, size_t size) {
+    size_t bytes = (count * size + 15) / 16 * 16;
+    void *p;
+    if (!sc) return _ckpt_calloc(al, count, size);
+    p = pass ? (unsigned char *)sc->p + sc->used : NULL;
+    sc->used += bytes;
+    return p;
+}
+
+/* sc: scratch to take the arrays from (NULL: allocate them); only without want_bufs. */
 static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, const _ckpt_link *link,
-                                 const ckpt_allocator *al, int want_bufs, _ckpt_analysis *an, int *bad, const char **why,
-                                 double *span) {
+                                 const ckpt_allocator *al, _ckpt_an_scratch *sc, int want_bufs, _ckpt_analysis *an,
+                                 int *bad, const char **why, double *span) {
     _ckpt_an_work w;
     int64_t *delta = NULL;
     int *pending = NULL;
     double *copy_end = NULL;
     size_t nb_cap = (size_t)n_ops * 3 + 1;
-    int k, next_b = 0, fn_done = 0;
+    int k, next_b = 0, fn_done = 0, pass;
     ckpt_result res = CKPT_OK;
     memset(an, 0, sizeof *an);
     memset(&w, 0, sizeof w);
     an->fn_op = -1;
     *bad = -1; *why = "";
+    CKPT_ASSERT(!sc || !want_bufs);
     if (n_ops > CKPT_MAX_OPS) return CKPT_ERR_BAD_ARGUMENT;
-    w.cur_x = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
-    w.cur_t = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
-    w.cur_g = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
-    w.cur_hx = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
-    w.cur_ht = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
-    w.used = (unsigned char *)_ckpt_calloc(al, (size_t)n + 1, 1);
-    w.topt = (int *)_ckpt_calloc(al, (size_t)n + 1, sizeof(int));
-    w.o_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
-    w.p_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
-    w.w_op = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
-    w.last_read = (int *)_ckpt_calloc(al, nb_cap, sizeof(int));
-    an->bufs = (_ckpt_buf *)_ckpt_calloc(al, nb_cap, sizeof(_ckpt_buf));
-    an->hbufs = (_ckpt_buf *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(_ckpt_buf));
-    an->instr = (_ckpt_instr *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(_ckpt_instr));
-    an->o_next = (int *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(int));
-    delta = (int64_t *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int64_t));
-    pending = (int *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(int));
-    copy_end = (double *)_ckpt_calloc(al, (size_t)n_ops + 1, sizeof(double));
+    for (pass = sc ? 0 : 1; pass < 2; pass++) {
+        if (sc && pass == 1) {
+            if (sc->used > sc->size) {
+                _ckpt_free(al, sc->p);
+                sc->p = _ckpt_malloc(al, sc->used);
+                sc->size = sc->p ? sc->used : 0;
+                if (!sc->p) return CKPT_ERR_OUT_OF_HOST_MEMORY;
+            }
+            memset(sc->p, 0, sc->used);
+        }
+        if (sc) sc->used = 0;
+        w.cur_x = (int *)_ckpt_an_array(al, sc, pass, (size_t)n + 1, sizeof(int));
+        w.cur_t = (int *)_ckpt_an_array(al, sc, pass, (size_t)n + 1, sizeof(int));
+        w.cur_g = (int *)_ckpt_an_array(al, sc, pass, (size_t)n + 1, sizeof(int));
+        w.cur_hx = (int *)_ckpt_an_array(al, sc, pass, (size_t)n + 1, sizeof(int));
+        w.cur_ht = (int *)_ckpt_an_array(al, sc, pass, (size_t)n + 1, sizeof(int));
+        w.used = (unsigned char *)_ckpt_an_array(al, sc, pass, (size_t)n + 1, 1);
+        w.topt = (int *)_ckpt_an_array(al, sc, pass, (size_t)n + 1, sizeof(int));
+        w.o_op = (int *)_ckpt_an_array(al, sc, pass, nb_cap, sizeof(int));
+        w.p_op = (int *)_ckpt_an_array(al, sc, pass, nb_cap, sizeof(int));
+        w.w_op = (int *)_ckpt_an_array(al, sc, pass, nb_cap, sizeof(int));
+        w.last_read = (int *)_ckpt_an_array(al, sc, pass, nb_cap, sizeof(int));
+        an->bufs = (_ckpt_buf *)_ckpt_an_array(al, sc, pass, nb_cap, sizeof(_ckpt_buf));
+        an->hbufs = (_ckpt_buf *)_ckpt_an_array(al, sc, pass, (size_t)n_ops + 1, sizeof(_ckpt_buf));
+        an->instr = (_ckpt_instr *)_ckpt_an_array(al, sc, pass, (size_t)n_ops + 1, sizeof(_ckpt_instr));
+        an->o_next = (int *)_ckpt_an_array(al, sc, pass, (size_t)n_ops + 1, sizeof(int));
+        delta = (int64_t *)_ckpt_an_array(al, sc, pass, (size_t)n_ops + 2, sizeof(int64_t));
+        pending = (int *)_ckpt_an_array(al, sc, pass, (size_t)n_ops + 1, sizeof(int));
+        copy_end = (double *)_ckpt_an_array(al, sc, pass, (size_t)n_ops + 1, sizeof(double));
+    }
     if (!w.cur_x || !w.cur_t || !w.cur_g || !w.cur_hx || !w.cur_ht || !w.used || !w.topt || !w.o_op || !w.p_op || !w.w_op || !w.last_read || !an->bufs ||
         !an->hbufs || !an->instr || !an->o_next || !delta || !pending || !copy_end) {
         res = CKPT_ERR_OUT_OF_HOST_MEMORY;
@@ -2150,15 +2182,17 @@ static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, 
     /* the pool is laid out in CKPT_ALIGN steps: the planner keeps that bound within the budget */
     an->host_peak_aligned = _ckpt_peak_of(an->hbufs, an->n_hbufs, n_ops, 1, delta);
 done:
-    _ckpt_free(al, w.cur_x); _ckpt_free(al, w.cur_t); _ckpt_free(al, w.cur_g);
-    _ckpt_free(al, w.cur_hx); _ckpt_free(al, w.cur_ht);
-    _ckpt_free(al, w.used); _ckpt_free(al, w.topt); _ckpt_free(al, w.o_op); _ckpt_free(al, w.p_op); _ckpt_free(al, w.w_op); _ckpt_free(al, w.last_read);
-    _ckpt_free(al, delta); _ckpt_free(al, pending); _ckpt_free(al, copy_end);
+    if (!sc) {
+        _ckpt_free(al, w.cur_x); _ckpt_free(al, w.cur_t); _ckpt_free(al, w.cur_g);
+        _ckpt_free(al, w.cur_hx); _ckpt_free(al, w.cur_ht);
+        _ckpt_free(al, w.used); _ckpt_free(al, w.topt); _ckpt_free(al, w.o_op); _ckpt_free(al, w.p_op); _ckpt_free(al, w.w_op); _ckpt_free(al, w.last_read);
+        _ckpt_free(al, delta); _ckpt_free(al, pending); _ckpt_free(al, copy_end);
+    }
     if (res != CKPT_OK || !want_bufs) {
         double t = an->time, ct = an->compute_time;
         uint64_t p = an->peak, hp = an->host_peak, hpa = an->host_peak_aligned;
         int f = an->fn_op, no = an->n_offloads;
-        _ckpt_analysis_free(al, an);
+        if (sc) memset(an, 0, sizeof *an); else _ckpt_analysis_free(al, an);
         an->time = t; an->compute_time = ct; an->peak = p; an->host_peak = hp; an->host_peak_aligned = hpa;
         an->fn_op = f; an->n_offloads = no;
     }
@@ -2179,7 +2213,7 @@ static ckpt_result _ckpt_simulate(const ckpt_cost *costs, int n, const ckpt_op *
     if (n_ops < 0) return CKPT_ERR_BAD_INDEX;
     if (!(mc = (ckpt_cost *)_ckpt_calloc(NULL, (size_t)n, sizeof *mc))) return CKPT_ERR_OUT_OF_HOST_MEMORY;
     _ckpt_costs_model(costs, n, mc);
-    r = _ckpt_analyze(mc, n, ops, n_ops, link, NULL, want_bufs, an, &bad, &why, span);
+    r = _ckpt_analyze(mc, n, ops, n_ops, link, NULL, NULL, want_bufs, an, &bad, &why, span);
     _ckpt_free(NULL, mc);
     if (bad_op) *bad_op = bad;
     return r;
@@ -2329,11 +2363,11 @@ static ckpt_result _ckpt_sqrt_sched(const ckpt_allocator *al, const ckpt_cost *c
    smallest budget that works is the smallest peak along it. */
 /* Time and peak of a schedule the planner built (so always valid). */
 static ckpt_result _ckpt_sched_eval_into(const ckpt_allocator *al, const ckpt_cost *c, int n, const _ckpt_sched *s,
-                                         double *t, uint64_t *p) {
+                                         _ckpt_an_scratch *sc, double *t, uint64_t *p) {
     _ckpt_analysis an;
     const char *why;
     int bad;
-    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, NULL, al, 0, &an, &bad, &why, NULL);
+    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, NULL, al, sc, 0, &an, &bad, &why, NULL);
     *t = an.time; *p = an.peak;
     CKPT_ASSERT(r != CKPT_ERR_BAD_SCHEDULE);
     return r;
@@ -2342,7 +2376,7 @@ static ckpt_result _ckpt_sched_eval_into(const ckpt_allocator *al, const ckpt_co
 static ckpt_result _ckpt_store_all_figures(const ckpt_allocator *al, const ckpt_cost *c, int n, double *t, uint64_t *p) {
     _ckpt_sched s = {NULL, 0, 0};
     ckpt_result r = _ckpt_every_k_sched(al, c, n, n, &s);
-    if (r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, &s, t, p);
+    if (r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, &s, NULL, t, p);
     _ckpt_free(al, s.ops);
     return r;
 }
@@ -2361,13 +2395,14 @@ static ckpt_result _ckpt_greedy_sched(const ckpt_allocator *al, const ckpt_cost 
     unsigned char *rec = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
     unsigned char *best_rec = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
     _ckpt_sched tmp = {NULL, 0, 0};
+    _ckpt_an_scratch sc = {NULL, 0, 0};
     double cur_t, e_t;
     uint64_t cur_p, e_p;
     ckpt_result r = CKPT_ERR_OUT_OF_HOST_MEMORY;
     int found = 0, i;
     if (!start || !rec || !best_rec) goto done;
     if ((r = _ckpt_build_segments(al, n, start, rec, &tmp)) != CKPT_OK) goto done;
-    if ((r = _ckpt_sched_eval_into(al, c, n, &tmp, &cur_t, &cur_p)) != CKPT_OK) goto done;
+    if ((r = _ckpt_sched_eval_into(al, c, n, &tmp, &sc, &cur_t, &cur_p)) != CKPT_OK) goto done;
     *min_peak = cur_p;
     for (;;) {
         int best = -1;
@@ -2380,7 +2415,7 @@ static ckpt_result _ckpt_greedy_sched(const ckpt_allocator *al, const ckpt_cost 
             rec[i] = 1;
             if (_ckpt_run_start_ok(c, rec, i)) {
                 if ((r = _ckpt_build_segments(al, n, start, rec, &tmp)) != CKPT_OK ||
-                    (r = _ckpt_sched_eval_into(al, c, n, &tmp, &e_t, &e_p)) != CKPT_OK) { rec[i] = 0; goto done; }
+                    (r = _ckpt_sched_eval_into(al, c, n, &tmp, &sc, &e_t, &e_p)) != CKPT_OK) { rec[i] = 0; goto done; }
                 dt = e_t - cur_t;
                 /* bytes saved per unit of added time; a free recomputation scores highest */
                 score = e_p < cur_p ? (double)(cur_p - e_p) / (dt > 0 ? dt : 1e-300) : 0.0;
@@ -2393,12 +2428,12 @@ static ckpt_result _ckpt_greedy_sched(const ckpt_allocator *al, const ckpt_cost 
         if (best < 0) break;
         rec[best] = 1;
         if ((r = _ckpt_build_segments(al, n, start, rec, &tmp)) != CKPT_OK) goto done;
-        if ((r = _ckpt_sched_eval_into(al, c, n, &tmp, &cur_t, &cur_p)) != CKPT_OK) goto done;
+        if ((r = _ckpt_sched_eval_into(al, c, n, &tmp, &sc, &cur_t, &cur_p)) != CKPT_OK) goto done;
         if (cur_p < *min_peak) *min_peak = cur_p;
     }
     r = found ? _ckpt_build_segments(al, n, start, best_rec, out) : CKPT_ERR_INFEASIBLE;
 done:
-    _ckpt_free(al, tmp.ops);
+    _ckpt_free(al, tmp.ops); _ckpt_free(al, sc.p);
     _ckpt_free(al, start); _ckpt_free(al, rec); _ckpt_free(al, best_rec);
     return r;
 }
@@ -4188,7 +4223,7 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     if (r == CKPT_OK && unit != g) {     /* (a and t rounded apart always fit) */
         double t;
         uint64_t p;
-        r = _ckpt_sched_eval_into(al, c, n, out, &t, &p);
+        r = _ckpt_sched_eval_into(al, c, n, out, NULL, &t, &p);
         if (r == CKPT_OK && p > budget) r = _ckpt_persistent_unit(al, c, n, budget, unit, level, 0, 0, threads, out, unit_out, &d);
     }
     if (r == CKPT_ERR_INFEASIBLE && *unit_out != g)
@@ -4210,6 +4245,7 @@ struct ckpt_plan {
 static ckpt_result _ckpt_every_k_best(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                       _ckpt_sched *out, int *k_out, uint64_t *min_peak) {
     _ckpt_sched tmp = {NULL, 0, 0};
+    _ckpt_an_scratch sc = {NULL, 0, 0};
     double best_t = DBL_MAX;
     uint64_t best_p = UINT64_MAX;
     int k, best_k = 0;
@@ -4218,11 +4254,11 @@ static ckpt_result _ckpt_every_k_best(const ckpt_allocator *al, const ckpt_cost 
     for (k = 1; k <= n && r == CKPT_OK; k++) {
         double t; uint64_t p;
         if ((r = _ckpt_every_k_sched(al, c, n, k, &tmp)) != CKPT_OK) break;
-        if ((r = _ckpt_sched_eval_into(al, c, n, &tmp, &t, &p)) != CKPT_OK) break;
+        if ((r = _ckpt_sched_eval_into(al, c, n, &tmp, &sc, &t, &p)) != CKPT_OK) break;
         if (p < *min_peak) *min_peak = p;
         if (p <= budget && (t < best_t || (t == best_t && p < best_p))) { best_t = t; best_p = p; best_k = k; }
     }
-    _ckpt_free(al, tmp.ops);
+    _ckpt_free(al, tmp.ops); _ckpt_free(al, sc.p);
     if (r != CKPT_OK) return r;
     *k_out = best_k ? best_k : 1;
     if (!best_k) return CKPT_ERR_INFEASIBLE;
@@ -4249,13 +4285,13 @@ static ckpt_result _ckpt_best_of_heuristics(const ckpt_allocator *al, const ckpt
     int pass, k;
     ckpt_result r = CKPT_OK;
     t = DBL_MAX; p = UINT64_MAX;
-    if (s->n_ops) r = _ckpt_sched_eval_into(al, c, n, s, &t, &p);
+    if (s->n_ops) r = _ckpt_sched_eval_into(al, c, n, s, NULL, &t, &p);
     for (pass = 0; pass < 2 && r == CKPT_OK; pass++) {
         ckpt_result rh = pass == 0 ? _ckpt_greedy_sched(al, c, n, budget, &h, &mp)
                                    : _ckpt_every_k_best(al, c, n, budget, &h, &k, &mp);
         if (rh == CKPT_ERR_INFEASIBLE) continue;
         if (rh != CKPT_OK) { r = rh; break; }
-        if ((r = _ckpt_sched_eval_into(al, c, n, &h, &th, &ph)) != CKPT_OK) break;
+        if ((r = _ckpt_sched_eval_into(al, c, n, &h, NULL, &th, &ph)) != CKPT_OK) break;
         if (th < t || (th == t && ph < p)) {
             _ckpt_sched tmp = *s; *s = h; h = tmp;
             t = th; p = ph;
@@ -4274,10 +4310,10 @@ static ckpt_result _ckpt_every_k_tie(const ckpt_allocator *al, const ckpt_cost *
     double t, th;
     uint64_t p, ph, mp;
     int k;
-    ckpt_result r = _ckpt_sched_eval_into(al, c, n, s, &t, &p), rh;
+    ckpt_result r = _ckpt_sched_eval_into(al, c, n, s, NULL, &t, &p), rh;
     if (r != CKPT_OK) return r;
     rh = _ckpt_every_k_best(al, c, n, budget, &h, &k, &mp);
-    if (rh == CKPT_OK) rh = _ckpt_sched_eval_into(al, c, n, &h, &th, &ph);
+    if (rh == CKPT_OK) rh = _ckpt_sched_eval_into(al, c, n, &h, NULL, &th, &ph);
     if (rh == CKPT_OK && th <= t && ph < p) { _ckpt_sched tmp = *s; *s = h; h = tmp; }
     _ckpt_free(al, h.ops);
     return rh == CKPT_ERR_INFEASIBLE ? CKPT_OK : rh;
@@ -4314,7 +4350,7 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         r = policy == CKPT_POLICY_STORE_ALL ? _ckpt_every_k_sched(al, c, n, n, s)
           : policy == CKPT_POLICY_SQRT ? _ckpt_sqrt_sched(al, c, n, s)
           : _ckpt_every_k_sched(al, c, n, k, s);
-        if (r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, s, &t, &p);
+        if (r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, s, NULL, &t, &p);
         info->min_budget = p;
         return r == CKPT_OK && p > budget ? CKPT_ERR_INFEASIBLE : r;
     case CKPT_POLICY_GREEDY:
@@ -4415,7 +4451,7 @@ static ckpt_result _ckpt_off_eval(const _ckpt_off *o, const ckpt_op *ops, int n_
     const char *why;
     int bad, k, b;
     int64_t acc = 0;
-    ckpt_result r = _ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, over != NULL, &an, &bad, &why, NULL);
+    ckpt_result r = _ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, NULL, over != NULL, &an, &bad, &why, NULL);
     if (r != CKPT_OK) return r;
     *t = an.time; *peak = an.peak; *host_peak = an.host_peak_aligned;
     if (over) {
@@ -4442,7 +4478,7 @@ static ckpt_result _ckpt_off_wait_pick(const _ckpt_off *o, const ckpt_op *ops, i
     _ckpt_analysis an;
     const char *why;
     int bad, j, q;
-    ckpt_result r = _ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, 1, &an, &bad, &why, NULL);
+    ckpt_result r = _ckpt_analyze(o->c, o->n, ops, n_ops, &o->link, o->al, NULL, 1, &an, &bad, &why, NULL);
     *found = 0;
     if (r != CKPT_OK) return r;
     for (j = 0; j < k && !*found; j++) {
@@ -4615,7 +4651,7 @@ static ckpt_result _ckpt_plan_measure(const ckpt_allocator *al, const ckpt_cost 
     _ckpt_analysis an;
     const char *why;
     int bad;
-    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, link, al, 1, &an, &bad, &why, NULL);
+    ckpt_result r = _ckpt_analyze(c, n, s->ops, s->n_ops, link, al, NULL, 1, &an, &bad, &why, NULL);
     CKPT_ASSERT(r != CKPT_ERR_BAD_SCHEDULE);
     if (r != CKPT_OK) return r;
     info->time = an.time; info->peak = an.peak; info->compute_time = an.compute_time;
@@ -5432,7 +5468,7 @@ static ckpt_result _ckpt_plan_size(const ckpt_chain *ch, const ckpt_logger *lg, 
     const char *why;
     int bad;
     ckpt_result r = _ckpt_analyze(ch->costs, ch->n, plan->ops, plan->info.n_ops, plan->link.d2h > 0 ? &plan->link : NULL,
-                                  &ch->al, 1, an, &bad, &why, NULL);
+                                  &ch->al, NULL, 1, an, &bad, &why, NULL);
     *arena_bytes = *pool_bytes = 0;
     if (r == CKPT_ERR_BAD_SCHEDULE) return _CKPT_ERR(lg, r, "schedule op %d: %s", bad, why);
     if (r == CKPT_OK) r = _ckpt_layout_bufs(&ch->al, an->bufs, an->n_bufs, plan->info.n_ops, arena_bytes);
@@ -5592,7 +5628,7 @@ CKPT_API ckpt_result ckpt_chain_set_schedule(ckpt_chain *ch, const ckpt_op *ops,
         return _CKPT_ERR(&ch->lg, CKPT_ERR_OUT_OF_ORDER, "ckpt_chain_set_schedule: a forward is pending");
     {
         const char *why;
-        r = _ckpt_analyze(ch->costs, ch->n, ops, n_ops, NULL, &ch->al, 0, &an, &bad, &why, NULL);
+        r = _ckpt_analyze(ch->costs, ch->n, ops, n_ops, NULL, &ch->al, NULL, 0, &an, &bad, &why, NULL);
         if (r == CKPT_ERR_BAD_SCHEDULE)
             return _CKPT_ERR(&ch->lg, r, "ckpt_chain_set_schedule: op %d breaks the cost model: %s", bad, why);
         if (r == CKPT_ERR_BAD_ARGUMENT)

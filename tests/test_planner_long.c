@@ -16,7 +16,11 @@
      distinct (a forward time changed in its last bits), where nothing is shared;
    - the dense table, which skips the values its row summaries prove cannot win, holds in every
      cell exactly the minimum over the sub-problem's options of their values (each computed), on
-     chains with and without repeats, flags and tape options, at every level. */
+     chains with and without repeats, flags and tape options, at every level;
+   - every-k's search for its best k and greedy's trajectory, which analyse one schedule per
+     candidate, reuse one block for those analyses: fewer than 8 host allocations per stage
+     (one analysis in its own allocations makes 18); the plans replay, and are the ones planned with
+     the default allocator. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
@@ -418,7 +422,7 @@ static int unit_plan(const ckpt_cost *c, int n, uint64_t budget, uint64_t unit, 
                             _ckpt_dense_fits(&rp, budget / unit, level, _ckpt_max_options(c, n), _ckpt_flagged(c, n)), 1,
                             &s, &mp, NULL);
     _ckpt_rep_free(NULL, &rp);
-    if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, t, &p);
+    if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, NULL, t, &p);
     _ckpt_free(NULL, s.ops);
     return r == CKPT_OK && p <= budget;
 }
@@ -443,7 +447,7 @@ static void rounding_vs_rotor(void) {
             if (r == CKPT_ERR_INFEASIBLE) { _ckpt_free(NULL, s.ops); continue; }
             cases++;
             CHECK(r == CKPT_OK, "n %d budget %llu: %s", n, (unsigned long long)budget, ckpt_result_string(r));
-            if (r != CKPT_OK || _ckpt_sched_eval_into(NULL, c, n, &s, &t, &p) != CKPT_OK) { _ckpt_free(NULL, s.ops); continue; }
+            if (r != CKPT_OK || _ckpt_sched_eval_into(NULL, c, n, &s, NULL, &t, &p) != CKPT_OK) { _ckpt_free(NULL, s.ops); continue; }
             CHECK(p <= budget, "n %d: the plan's peak %llu exceeds its budget %llu", n, (unsigned long long)p,
                   (unsigned long long)budget);
             /* rotor's rounding: its options (level 0), a + t rounded once, ceil(budget / 500) */
@@ -499,8 +503,8 @@ static void repeats(void) {
             if (rc == CKPT_OK && rd == CKPT_OK) {
                 double tc = 0, td = 0;
                 uint64_t pc, pd;
-                CHECK(_ckpt_sched_eval_into(NULL, c, n, &sc, &tc, &pc) == CKPT_OK &&
-                      _ckpt_sched_eval_into(NULL, d, n, &sd, &td, &pd) == CKPT_OK, "eval");
+                CHECK(_ckpt_sched_eval_into(NULL, c, n, &sc, NULL, &tc, &pc) == CKPT_OK &&
+                      _ckpt_sched_eval_into(NULL, d, n, &sd, NULL, &td, &pd) == CKPT_OK, "eval");
                 cases++;
                 CHECK(pc <= budget && fabs(tc - td) <= 1e-9 * td, "n %d block %d budget %llu: time %.17g with repeats, "
                       "%.17g without", n, p, (unsigned long long)budget, tc, td);
@@ -579,7 +583,48 @@ static void dense_exact(void) {
     printf("test_planner_long: dense table: %d cells equal to their options' minimum\n", cells);
 }
 
+/* The heuristics' candidates: every-k over k = 1..n, greedy over its trajectory. */
+static long ha_calls;
+static void *ha_alloc(size_t bytes, void *u) { (void)u; ha_calls++; return malloc(bytes); }
+static void ha_free(void *p, void *u) { (void)u; free(p); }
+static void heuristic_allocations(void) {
+    static const struct { ckpt_policy p; int n; } cases[] = {{CKPT_POLICY_EVERY_K, 600}, {CKPT_POLICY_GREEDY, 100}};
+    int k;
+    for (k = 0; k < 2; k++) {
+        int n = cases[k].n, n1, n2;
+        ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c);
+        ckpt_plan_desc d;
+        ckpt_plan *p1 = NULL, *p2 = NULL;
+        ckpt_plan_info i1, i2;
+        ckpt_result r1, r2;
+        random_chain(c, n, 256);
+        memset(&d, 0, sizeof d);
+        d.policy = cases[k].p;
+        CHECK(ckpt_plan_create(c, n, &d, &p1, &i1) == CKPT_OK, "%s: store-all's figures", ckpt_policy_name(d.policy));
+        ckpt_plan_destroy(p1);
+        d.budget = i1.store_all_peak / 2;
+        r1 = ckpt_plan_create(c, n, &d, &p1, &i1);     /* the default allocator */
+        d.allocator.alloc = ha_alloc; d.allocator.free = ha_free;
+        ha_calls = 0;
+        r2 = ckpt_plan_create(c, n, &d, &p2, &i2);
+        CHECK(r1 == CKPT_OK && r2 == CKPT_OK, "%s on %d stages at half store-all: %s, %s", ckpt_policy_name(d.policy), n,
+              ckpt_result_string(r1), ckpt_result_string(r2));
+        CHECK(ha_calls < 8L * n, "%s on %d stages: %ld host allocations, want fewer than %d", ckpt_policy_name(d.policy), n,
+              ha_calls, 8 * n);
+        if (r1 == CKPT_OK && r2 == CKPT_OK) {
+            const ckpt_op *o1 = ckpt_plan_ops(p1, &n1), *o2 = ckpt_plan_ops(p2, &n2);
+            CHECK(n1 == n2 && memcmp(o1, o2, (size_t)n1 * sizeof *o1) == 0 && i1.time == i2.time && i1.peak == i2.peak &&
+                  i1.min_budget == i2.min_budget, "%s: the same plan with either allocator", ckpt_policy_name(d.policy));
+            replay_ok(c, n, p2, d.budget);
+        }
+        printf("test_planner_long: %s on %d stages: %ld host allocations\n", ckpt_policy_name(d.policy), n, ha_calls);
+        ckpt_plan_destroy(p1); ckpt_plan_destroy(p2);
+        free(c);
+    }
+}
+
 int main(void) {
+    heuristic_allocations();
     dense_exact();
     repeats();
     rounding_vs_rotor();
