@@ -1986,13 +1986,9 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
     if (h2d_free > an->time) an->time = h2d_free;
 }
 
-/* Returns CKPT_OK or CKPT_ERR_BAD_SCHEDULE (op index in *bad, reason in *why) or
-   CKPT_ERR_OUT_OF_HOST_MEMORY. an may ask for buffers (want_bufs) or only for time and peaks; span
-   (2 x n_ops, or NULL) gets the ops' predicted start and end (>>trace). */
 /* Memory that a planner's loop of analyses reuses (_ckpt_sched_eval_into): one block, grown when
-   an analysis needs more. Each analysis in a fresh allocation cost a planner that analyses
-   thousands of schedules more in page faults and zeroing than in the analyses themselves
-   (bench/RESULTS.md). */
+   an analysis needs more. Fresh allocations for each of thousands of analyses cost more in page
+   faults and zeroing than the analyses themselves (bench/RESULTS.md). */
 typedef struct _ckpt_an_scratch { void *p; size_t size, used; } _ckpt_an_scratch;
 
 /* An array of the analysis: with no scratch, its own zeroed allocation; with one, the next zeroed
@@ -2006,7 +2002,10 @@ static void *_ckpt_an_array(const ckpt_allocator *al, _ckpt_an_scratch *sc, int 
     return p;
 }
 
-/* sc: scratch to take the arrays from (NULL: allocate them); only without want_bufs. */
+/* Returns CKPT_OK or CKPT_ERR_BAD_SCHEDULE (op index in *bad, reason in *why) or
+   CKPT_ERR_OUT_OF_HOST_MEMORY. an may ask for buffers (want_bufs) or only for time and peaks; span
+   (2 x n_ops, or NULL) gets the ops' predicted start and end (>>trace). sc: the scratch to take
+   the arrays from (NULL: allocate them), only without want_bufs. */
 static ckpt_result _ckpt_analyze(const ckpt_cost *c, int n, const ckpt_op *ops, int n_ops, const _ckpt_link *link,
                                  const ckpt_allocator *al, _ckpt_an_scratch *sc, int want_bufs, _ckpt_analysis *an,
                                  int *bad, const char **why, double *span) {
