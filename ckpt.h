@@ -2474,8 +2474,7 @@ typedef struct _ckpt_xs {
     int by_peak;
 } _ckpt_xs;
 
-static int _ckpt_xs_less(const _ckpt_xs *x, const struct _ckpt_heap_e *a, const struct _ckpt_heap_e *b) {
-    _CKPT_UNUSED(x);
+static int _ckpt_xs_less(const struct _ckpt_heap_e *a, const struct _ckpt_heap_e *b) {
     if (a->k1 != b->k1) return a->k1 < b->k1;
     return a->k2 < b->k2;
 }
@@ -2500,7 +2499,7 @@ static int _ckpt_xs_push(const ckpt_allocator *al, _ckpt_xs *x, double t, double
     if (x->by_peak) memcpy(&e.k2, &t, sizeof t);
     e.s = s;
     i = x->heap_n++;
-    while (i > 0 && _ckpt_xs_less(x, &e, &x->heap[(i - 1) / 2])) { x->heap[i] = x->heap[(i - 1) / 2]; i = (i - 1) / 2; }
+    while (i > 0 && _ckpt_xs_less(&e, &x->heap[(i - 1) / 2])) { x->heap[i] = x->heap[(i - 1) / 2]; i = (i - 1) / 2; }
     x->heap[i] = e;
     return 1;
 }
@@ -2510,8 +2509,8 @@ static struct _ckpt_heap_e _ckpt_xs_pop(_ckpt_xs *x) {
     for (;;) {
         int64_t l = 2 * i + 1, m;
         if (l >= x->heap_n) break;
-        m = (l + 1 < x->heap_n && _ckpt_xs_less(x, &x->heap[l + 1], &x->heap[l])) ? l + 1 : l;
-        if (!_ckpt_xs_less(x, &x->heap[m], &last)) break;
+        m = (l + 1 < x->heap_n && _ckpt_xs_less(&x->heap[l + 1], &x->heap[l])) ? l + 1 : l;
+        if (!_ckpt_xs_less(&x->heap[m], &last)) break;
         x->heap[i] = x->heap[m]; i = m;
     }
     if (x->heap_n) x->heap[i] = last;
