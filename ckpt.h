@@ -952,7 +952,8 @@ typedef struct ckpt_stage_desc {
 typedef enum ckpt_policy {
     CKPT_POLICY_OPTIMAL = 0,    /* minimum time under the budget (the default) */
     CKPT_POLICY_STORE_ALL = 1,  /* no recomputation */
-    CKPT_POLICY_EVERY_K = 2,    /* checkpoint every k-th boundary; k = 0: the best k that fits */
+    CKPT_POLICY_EVERY_K = 2,    /* checkpoint every k-th boundary; k = 0: the best k that fits
+                                   (it simulates every k: 2.5 s at 4096 stages, bench/RESULTS.md) */
     CKPT_POLICY_SQRT = 3,       /* about sqrt(n) evenly spaced checkpoints */
     CKPT_POLICY_GREEDY = 4,     /* drop the boundary with most bytes saved per second of recompute */
     CKPT_POLICY_OFFLOAD = 5,    /* per boundary: keep, offload to pinned host memory, or recompute
