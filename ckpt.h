@@ -3792,6 +3792,7 @@ typedef struct _ckpt_dense {
     int prefix;             /* the tiles done first to last: 0..prefix-1 */
     double *fsum;           /* per >>threads worker, per s of a tile, f_s + .. + f_j for j up to its
                                end (n+1 doubles) */
+    double *thr;            /* per row, the value its cells start from (>>bound; NULL: INFINITY) */
 } _ckpt_dense;
 #define _CKPT_TILE 16
 
@@ -3816,7 +3817,7 @@ static int _ckpt_dense_alloc(_ckpt_dense *D, _ckpt_dp *d, int workers) {
 static void _ckpt_dense_free(_ckpt_dense *D) {
     const ckpt_allocator *al = D->d->al;
     _ckpt_free(al, D->tab); _ckpt_free(al, D->sum); _ckpt_free(al, D->zeros); _ckpt_free(al, D->own);
-    _ckpt_free(al, D->need); _ckpt_free(al, D->fin); _ckpt_free(al, D->fsum);
+    _ckpt_free(al, D->need); _ckpt_free(al, D->fin); _ckpt_free(al, D->fsum); _ckpt_free(al, D->thr);
 }
 
 static double *_ckpt_row(const _ckpt_dense *D, int s, int t, int f) {
@@ -3939,8 +3940,8 @@ static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
         for (j = s; j <= t1; j++) fs[(s - s0) * (n + 1) + j] = f += d->c[j - 1].f;
         for (t = s > t0 ? s : t0; t <= t1; t++)
             for (q = 0; own[_CKPT_IDX(d, s, t)] && q < d->nfam; q++) {
-                double *cur = _ckpt_row(D, s, t, d->fam[q]);
-                for (m = 0; m <= M; m++) cur[m] = INFINITY;
+                double *cur = _ckpt_row(D, s, t, d->fam[q]), v = D->thr ? D->thr[d->rep.row[_CKPT_IDX(d, s, t)]] : INFINITY;
+                for (m = 0; m <= M; m++) cur[m] = v;
             }
     }
     for (j = s1; j < t0; j++)       /* (none in the diagonal's tiles, where t0 = s0) */
@@ -4039,6 +4040,74 @@ static ckpt_result _ckpt_dense_fill(_ckpt_dense *D, _ckpt_team *team) {
     return r;
 }
 
+/* >>bound: at level 0 the table need only be exact where it can beat an incumbent, a plan of
+   time ub (every-k's best, _ckpt_plan_policy). lb(s,t) is the fastest time of (s,t) with memory
+   unlimited, over the program's options summed as the table sums them; out(s,t) bounds from below
+   what the options above (s,t) add to it on the way from (1,n), each sibling at its lb. A cell of
+   (s,t) above U - out(s,t), U = ub (1 + 1e-8), is on no plan of time U or less: its row starts
+   from thr = max(U - out, lb) instead of INFINITY, and an option that reads such a cell is then
+   at least its own row's thr (to rounding), which the fill's run tests skip. So a cell holds its
+   exact value, or it and its exact value are both near thr or above. When the top cell at the
+   budget is at most ub (1 + 1e-9), far below U against rounding (a few ulps a level), it and the
+   cells the plan is emitted from are exact: the plan is the unbounded table's; above, no plan of
+   the table takes ub or less. 0: out of memory. */
+static int _ckpt_dense_bounds(_ckpt_dense *D, double ub) {
+    _ckpt_dp *d = D->d;
+    int n = d->n, len, s, t, j, i, no;
+    size_t nn = (size_t)(n + 2) * (size_t)(n + 1), x;
+    double U = ub + ub * 1e-8, *lb = (double *)_ckpt_malloc(d->al, nn * sizeof(double));
+    double *out = (double *)_ckpt_malloc(d->al, nn * sizeof(double));
+    D->thr = (double *)_ckpt_malloc(d->al, (size_t)d->rep.n_rows * sizeof(double));
+    if (!lb || !out || !D->thr) { _ckpt_free(d->al, lb); _ckpt_free(d->al, out); return 0; }
+    for (len = 0; len < n; len++)
+        for (s = 1; s + len <= n; s++) {
+            double best = INFINITY, f = 0.0, v;
+            t = s + len;
+            no = _ckpt_dp_unsplit(d, s, t, 0);
+            for (i = 0; i < no; i++) {
+                const _ckpt_opt *o = &d->opts[i];
+                v = (o->c + (o->s1 ? lb[_CKPT_IDX(d, o->s1, o->t1)] : 0.0)) + (o->s2 ? lb[_CKPT_IDX(d, o->s2, o->t2)] : 0.0);
+                if (v < best) best = v;
+            }
+            for (j = s; j < t && _ckpt_dp_splits0(d, s); j++) {
+                f += d->c[j - 1].f;
+                v = (f + lb[_CKPT_IDX(d, j + 1, t)]) + lb[_CKPT_IDX(d, s, j)];
+                if (v < best) best = v;
+            }
+            lb[_CKPT_IDX(d, s, t)] = best;
+        }
+    for (x = 0; x < nn; x++) out[x] = INFINITY;
+    out[_CKPT_IDX(d, 1, n)] = 0.0;
+#define _CKPT_LOWER(S, T, V) do { double *o_ = &out[_CKPT_IDX(d, S, T)], v_ = (V); if (v_ < *o_) *o_ = v_; } while (0)
+    for (len = n - 1; len >= 0; len--)
+        for (s = 1; s + len <= n; s++) {
+            double p, f = 0.0;
+            t = s + len;
+            if ((p = out[_CKPT_IDX(d, s, t)]) == INFINITY) continue;
+            no = _ckpt_dp_unsplit(d, s, t, 0);
+            for (i = 0; i < no; i++) {
+                const _ckpt_opt *o = &d->opts[i];
+                if (o->s1) _CKPT_LOWER(o->s1, o->t1, (p + o->c) + (o->s2 ? lb[_CKPT_IDX(d, o->s2, o->t2)] : 0.0));
+                if (o->s2) _CKPT_LOWER(o->s2, o->t2, (p + o->c) + (o->s1 ? lb[_CKPT_IDX(d, o->s1, o->t1)] : 0.0));
+            }
+            for (j = s; j < t && _ckpt_dp_splits0(d, s); j++) {
+                f += d->c[j - 1].f;
+                _CKPT_LOWER(j + 1, t, (p + f) + lb[_CKPT_IDX(d, s, j)]);
+                _CKPT_LOWER(s, j, (p + f) + lb[_CKPT_IDX(d, j + 1, t)]);
+            }
+        }
+#undef _CKPT_LOWER
+    for (i = 0; i < d->rep.n_rows; i++) D->thr[i] = -INFINITY;
+    for (s = 1; s <= n; s++)    /* a >>repeats row: the largest thr of the (s,t) that share it */
+        for (t = s; t <= n; t++) {
+            double v = U - out[_CKPT_IDX(d, s, t)], *r = &D->thr[d->rep.row[_CKPT_IDX(d, s, t)]];
+            if (v < lb[_CKPT_IDX(d, s, t)]) v = lb[_CKPT_IDX(d, s, t)];
+            if (v > *r) *r = v;
+        }
+    _ckpt_free(d->al, lb); _ckpt_free(d->al, out);
+    return 1;
+}
+
 static int _ckpt_dense_emit(const _ckpt_dense *D, int s, int t, int f, int64_t m, _ckpt_sched *out) {
     _ckpt_dp *d = D->d;
     double target = _ckpt_row(D, s, t, f)[m];
@@ -4098,10 +4167,12 @@ static int _ckpt_dense_fits(const _ckpt_rep *rp, uint64_t M, int level, int nopt
 
 /* Runs the dense or the sparse program in one unit. ex (or NULL): the smallest peaks in the
    exact unit (ex->minp, with its unit and level; the rest of ex is freed), copied when the unit
-   and level are those and sizes are rounded apart (they depend on nothing else). */
+   and level are those and sizes are rounded apart (they depend on nothing else). ub: an
+   incumbent's time (INFINITY: none); CKPT_OK with no ops in out then says that every plan of the
+   dense table takes longer (>>bound). */
 static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                       uint64_t unit, int level, int sum_round, int dense, int threads, _ckpt_sched *out,
-                                       uint64_t *min_peak, const _ckpt_dp *ex) {
+                                       uint64_t unit, int level, int sum_round, int dense, int threads, double ub,
+                                       _ckpt_sched *out, uint64_t *min_peak, const _ckpt_dp *ex) {
     _ckpt_dp d;
     _ckpt_team team;
     ckpt_result r = _ckpt_dp_setup(&d, al, c, n, budget, unit, level, sum_round);
@@ -4129,10 +4200,12 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
         else {
             int64_t m = 0;
             const double *top;
-            r = _ckpt_dense_fill(&D, &team);
+            if (ub < INFINITY && ub > 0 && !d.level && !_ckpt_dense_bounds(&D, ub)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+            if (r == CKPT_OK) r = _ckpt_dense_fill(&D, &team);
             top = _ckpt_row(&D, 1, n, 0);
             while (r == CKPT_OK && m < D.M && top[m] != top[D.M]) m++;   /* the smallest peak at the best time */
-            if (r == CKPT_OK && !_ckpt_dense_emit(&D, 1, n, 0, m, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+            if (r == CKPT_OK && top[D.M] <= ub + ub * 1e-9 && !_ckpt_dense_emit(&D, 1, n, 0, m, out))
+                r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
         _ckpt_dense_free(&D);
     } else if (r == CKPT_OK) {
@@ -4153,8 +4226,8 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
    frontiers, and if those give up, the dense table in the finest unit that fits. *used gets the
    unit that ran; ex as for _ckpt_persistent_in. */
 static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                         uint64_t unit, int level, int sum_round, int sparse_first, int threads, _ckpt_sched *out,
-                                         uint64_t *used, const _ckpt_dp *ex) {
+                                         uint64_t unit, int level, int sum_round, int sparse_first, int threads, double ub,
+                                         _ckpt_sched *out, uint64_t *used, const _ckpt_dp *ex) {
     uint64_t mp;
     ckpt_result r;
     int nopt = _ckpt_max_options(c, n), flagged = _ckpt_flagged(c, n), fits;
@@ -4163,13 +4236,13 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
     if ((r = _ckpt_rep_make(al, c, n, &rp)) != CKPT_OK) return r;
     fits = _ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged);
     if (fits && !sparse_first)
-        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, threads, out, &mp, ex);
+        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, threads, ub, out, &mp, ex);
     else {
-        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, threads, out, &mp, ex);
+        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, threads, ub, out, &mp, ex);
         if (r == CKPT_ERR_TOO_COMPLEX) {
             for (; !fits; fits = _ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged)) unit *= 2;
             *used = unit;
-            r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, threads, out, &mp, ex);
+            r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, threads, ub, out, &mp, ex);
         }
     }
     _ckpt_rep_free(al, &rp);
@@ -4187,9 +4260,11 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
    else sparse frontiers (exact at any unit count), which stop at a work allowance only beyond
    65,536 units and 200 stages, and at a memory cap (256 MB) in any case; then the dense table in
    the finest unit that fits. Returns CKPT_ERR_TOO_COMPLEX when the budget is feasible but every
-   unit tried rounded too coarsely. */
+   unit tried rounded too coarsely. ub: an incumbent's time (INFINITY: none); CKPT_OK with no ops
+   then says that the unit's plans all take longer (>>bound). */
 static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                    uint32_t max_units, int threads, _ckpt_sched *out, uint64_t *min_peak, uint64_t *unit_out) {
+                                    uint32_t max_units, int threads, double ub, _ckpt_sched *out, uint64_t *min_peak,
+                                    uint64_t *unit_out) {
     uint64_t g = _ckpt_exact_unit(c, n), unit, cap;
     ckpt_result r;
     _ckpt_dp d;
@@ -4218,15 +4293,17 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     if (unit > cap && cap >= g) unit = cap;
     /* >>rounding: in a coarse unit, a + t rounded once first. Its sizes are never larger than
        a and t rounded apart, so its plan is at least as fast; kept if it fits in bytes. */
-    r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, at_min, threads, out, unit_out, &d);
-    if (r == CKPT_OK && unit != g) {     /* (a and t rounded apart always fit) */
+    r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, at_min, threads, ub, out, unit_out, &d);
+    if (r == CKPT_OK && unit != g && out->n_ops) {  /* (a and t rounded apart always fit; when no plan
+                                                       beats ub, none does with their larger sizes) */
         double t;
         uint64_t p;
         r = _ckpt_sched_eval_into(al, c, n, out, NULL, &t, &p);
-        if (r == CKPT_OK && p > budget) r = _ckpt_persistent_unit(al, c, n, budget, unit, level, 0, 0, threads, out, unit_out, &d);
+        if (r == CKPT_OK && p > budget)
+            r = _ckpt_persistent_unit(al, c, n, budget, unit, level, 0, 0, threads, ub, out, unit_out, &d);
     }
     if (r == CKPT_ERR_INFEASIBLE && *unit_out != g)
-        r = _ckpt_persistent_unit(al, c, n, budget, g, level, 0, 0, threads, out, unit_out, &d);
+        r = _ckpt_persistent_unit(al, c, n, budget, g, level, 0, 0, threads, ub, out, unit_out, &d);
     _ckpt_dp_free(&d);
     return r == CKPT_ERR_INFEASIBLE ? CKPT_ERR_TOO_COMPLEX : r;
 }
@@ -4275,24 +4352,28 @@ static int _ckpt_unit_exact(const ckpt_cost *c, int n, uint64_t unit) {
 }
 
 /* After a program in a rounded unit: a heuristic plan in exact bytes may be faster. Keeps the
-   fastest (ties: smaller peak) of *s (none when s->n_ops is 0), greedy and the best every-k. */
+   fastest (ties: smaller peak) of *s (none when s->n_ops is 0), greedy and ek, every-k's best
+   plan (the caller's; none when ek->n_ops is 0); the plan not kept of s and ek ends in ek. */
 static ckpt_result _ckpt_best_of_heuristics(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                            _ckpt_sched *s) {
+                                            _ckpt_sched *s, _ckpt_sched *ek) {
     _ckpt_sched h = {NULL, 0, 0};
     double t, th;
     uint64_t p, ph, mp;
-    int pass, k;
+    int pass;
     ckpt_result r = CKPT_OK;
     t = DBL_MAX; p = UINT64_MAX;
     if (s->n_ops) r = _ckpt_sched_eval_into(al, c, n, s, NULL, &t, &p);
     for (pass = 0; pass < 2 && r == CKPT_OK; pass++) {
-        ckpt_result rh = pass == 0 ? _ckpt_greedy_sched(al, c, n, budget, &h, &mp)
-                                   : _ckpt_every_k_best(al, c, n, budget, &h, &k, &mp);
-        if (rh == CKPT_ERR_INFEASIBLE) continue;
-        if (rh != CKPT_OK) { r = rh; break; }
-        if ((r = _ckpt_sched_eval_into(al, c, n, &h, NULL, &th, &ph)) != CKPT_OK) break;
+        _ckpt_sched *x = pass ? ek : &h;
+        if (pass == 0) {
+            ckpt_result rh = _ckpt_greedy_sched(al, c, n, budget, &h, &mp);
+            if (rh == CKPT_ERR_INFEASIBLE) continue;
+            if (rh != CKPT_OK) { r = rh; break; }
+        } else if (!ek->n_ops)
+            continue;
+        if ((r = _ckpt_sched_eval_into(al, c, n, x, NULL, &th, &ph)) != CKPT_OK) break;
         if (th < t || (th == t && ph < p)) {
-            _ckpt_sched tmp = *s; *s = h; h = tmp;
+            _ckpt_sched tmp = *s; *s = *x; *x = tmp;
             t = th; p = ph;
         }
     }
@@ -4302,20 +4383,18 @@ static ckpt_result _ckpt_best_of_heuristics(const ckpt_allocator *al, const ckpt
 
 /* The persistent program breaks time ties between its own schedules only: an every-k plan of
    the same time and a smaller peak (examples/mlp_cuda.cu's chain at 0.4 and 0.6 of store-all) is
-   taken instead. */
-static ckpt_result _ckpt_every_k_tie(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                     _ckpt_sched *s) {
-    _ckpt_sched h = {NULL, 0, 0};
+   taken instead, and so is every-k's plan when the program has none as fast (s without ops:
+   >>bound). ek: every-k's best plan (none when ek->n_ops is 0); the plan not kept ends there. */
+static ckpt_result _ckpt_every_k_tie(const ckpt_allocator *al, const ckpt_cost *c, int n, _ckpt_sched *s,
+                                     _ckpt_sched *ek) {
     double t, th;
-    uint64_t p, ph, mp;
-    int k;
-    ckpt_result r = _ckpt_sched_eval_into(al, c, n, s, NULL, &t, &p), rh;
-    if (r != CKPT_OK) return r;
-    rh = _ckpt_every_k_best(al, c, n, budget, &h, &k, &mp);
-    if (rh == CKPT_OK) rh = _ckpt_sched_eval_into(al, c, n, &h, NULL, &th, &ph);
-    if (rh == CKPT_OK && th <= t && ph < p) { _ckpt_sched tmp = *s; *s = h; h = tmp; }
-    _ckpt_free(al, h.ops);
-    return rh == CKPT_ERR_INFEASIBLE ? CKPT_OK : rh;
+    uint64_t p, ph;
+    ckpt_result r = CKPT_OK;
+    if (!ek->n_ops) return CKPT_OK;
+    if (s->n_ops) r = _ckpt_sched_eval_into(al, c, n, s, NULL, &t, &p);
+    if (s->n_ops && r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, ek, NULL, &th, &ph);
+    if (r == CKPT_OK && (!s->n_ops || (th <= t && ph < p))) { _ckpt_sched tmp = *s; *s = *ek; *ek = tmp; }
+    return r;
 }
 
 /* The offload planner's inputs (see >>planner: offload below). */
@@ -4337,6 +4416,8 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
     ckpt_result r;
     double t;
     uint64_t p = 0;
+    _ckpt_sched ek = {NULL, 0, 0};     /* optimal: every-k's best plan, its k */
+    int ek_k;
     info->unit = 1;
     info->guarantee = CKPT_GUARANTEE_NONE;
     switch (policy) {
@@ -4376,16 +4457,23 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         if (n > CKPT_CUBIC_MAX_STAGES) return CKPT_ERR_TOO_COMPLEX;
         info->guarantee = CKPT_GUARANTEE_PERSISTENT;
         s->n_ops = 0;
-        r = _ckpt_persistent(al, c, n, budget, max_units, threads, s, &info->min_budget, &info->unit);
+        /* every-k's best plan first: the program need only be exact where it is faster (>>bound) */
+        r = _ckpt_every_k_best(al, c, n, budget, &ek, &ek_k, &p);
+        if (r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, &ek, NULL, &t, &p);
+        else if (r == CKPT_ERR_INFEASIBLE) { r = CKPT_OK; ek.n_ops = 0; }
+        if (r == CKPT_OK)
+            r = _ckpt_persistent(al, c, n, budget, max_units, threads, ek.n_ops ? t : INFINITY, s, &info->min_budget,
+                                 &info->unit);
         /* rounded by necessity rather than by request, or found nothing in a coarse unit: make
            sure no heuristic beats it */
         if ((r == CKPT_OK && !max_units && !_ckpt_unit_exact(c, n, info->unit)) || r == CKPT_ERR_TOO_COMPLEX) {
             if (r == CKPT_ERR_TOO_COMPLEX) s->n_ops = 0;
-            r = _ckpt_best_of_heuristics(al, c, n, budget, s);
+            r = _ckpt_best_of_heuristics(al, c, n, budget, s, &ek);
             if (r == CKPT_OK && s->n_ops == 0) r = CKPT_ERR_TOO_COMPLEX;
         } else if (r == CKPT_OK) {
-            r = _ckpt_every_k_tie(al, c, n, budget, s);
+            r = _ckpt_every_k_tie(al, c, n, s, &ek);
         }
+        _ckpt_free(al, ek.ops);
         return r;
     default:
         return CKPT_ERR_BAD_POLICY;
@@ -4611,7 +4699,7 @@ static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, in
         } else {        /* starting points for offload: the persistent program in a coarse unit is enough */
             uint64_t mp, unit;
             if (o->n > CKPT_CUBIC_MAX_STAGES) break;
-            rj = _ckpt_persistent(o->al, o->c, o->n, bj, 1000, threads, &cand, &mp, &unit);
+            rj = _ckpt_persistent(o->al, o->c, o->n, bj, 1000, threads, INFINITY, &cand, &mp, &unit);
             if (rj == CKPT_ERR_TOO_COMPLEX) rj = CKPT_ERR_INFEASIBLE;
         }
         if (rj == CKPT_ERR_INFEASIBLE) continue;

@@ -17,6 +17,10 @@
    - the dense table, which skips the values its row summaries prove cannot win, holds in every
      cell exactly the minimum over the sub-problem's options of their values (each computed), on
      chains with and without repeats, flags and tape options, at every level;
+   - bounded by an incumbent's time (>>bound), the dense table holds in every cell the minimum of
+     its row's start value and its options' values, differs from the unbounded table only near
+     or above that start value, and gives the unbounded table's plan, or none when the incumbent
+     is faster; optimal returns every-k's plan when every plan of the program is slower;
    - every-k's search for its best k and greedy's trajectory, which analyse one schedule per
      candidate, reuse one block for those analyses: fewer than 8 host allocations per stage
      (one analysis in its own allocations makes 18); the plans replay, and are the ones planned with
@@ -135,8 +139,8 @@ static void long_chains(void) {
                 uint64_t ma, mb;
                 double ta = 0, tb = 0;
                 uint64_t pa = 0, pb = 0;
-                ckpt_result ra = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 1, 1, &a, &ma, NULL);
-                ckpt_result rb = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 0, 1, &b, &mb, NULL);
+                ckpt_result ra = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 1, 1, INFINITY, &a, &ma, NULL);
+                ckpt_result rb = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 0, 1, INFINITY, &b, &mb, NULL);
                 CHECK(ra == CKPT_OK && rb == CKPT_OK && ma == mb, "dense %s sparse %s", ckpt_result_string(ra), ckpt_result_string(rb));
                 if (ra == CKPT_OK && rb == CKPT_OK) {
                     ckpt_schedule_simulate(c, n, a.ops, a.n_ops, &ta, &pa, NULL);
@@ -171,7 +175,7 @@ static void short_chains(void) {
         {
             _ckpt_sched s = {NULL, 0, 0};
             uint64_t mp = 0, unit = 0;
-            ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 0, 1, &s, &mp, &unit);
+            ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 0, 1, INFINITY, &s, &mp, &unit);
             if (r == CKPT_OK) {
                 double t = 0; uint64_t p = 0;
                 CHECK(ckpt_schedule_simulate(c, n, s.ops, s.n_ops, &t, &p, NULL) == CKPT_OK && p <= budget, "persistent replay");
@@ -420,7 +424,7 @@ static int unit_plan(const ckpt_cost *c, int n, uint64_t budget, uint64_t unit, 
     CHECK(r == CKPT_OK, "rows: %s", ckpt_result_string(r));
     r = _ckpt_persistent_in(NULL, c, n, budget, unit, level, sum_round,
                             _ckpt_dense_fits(&rp, budget / unit, level, _ckpt_max_options(c, n), _ckpt_flagged(c, n)), 1,
-                            &s, &mp, NULL);
+                            INFINITY, &s, &mp, NULL);
     _ckpt_rep_free(NULL, &rp);
     if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, NULL, t, &p);
     _ckpt_free(NULL, s.ops);
@@ -443,7 +447,7 @@ static void rounding_vs_rotor(void) {
             uint64_t budget = sa.peak / 5 + rnd() % (sa.peak / 2), mp, unit, p;
             double t_rotor, t, t_apart;
             _ckpt_sched s = {NULL, 0, 0};
-            ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 500, 1, &s, &mp, &unit);
+            ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 500, 1, INFINITY, &s, &mp, &unit);
             if (r == CKPT_ERR_INFEASIBLE) { _ckpt_free(NULL, s.ops); continue; }
             cases++;
             CHECK(r == CKPT_OK, "n %d budget %llu: %s", n, (unsigned long long)budget, ckpt_result_string(r));
@@ -496,8 +500,8 @@ static void repeats(void) {
             uint64_t budget = sa.store_all_peak / (uint64_t)(2 + 2 * b), mc, md, uc, ud;
             uint32_t mu = b == 2 ? 0 : 500;
             _ckpt_sched sc = {NULL, 0, 0}, sd = {NULL, 0, 0};
-            ckpt_result rc = _ckpt_persistent(NULL, c, n, budget, mu, 1, &sc, &mc, &uc);
-            ckpt_result rd = _ckpt_persistent(NULL, d, n, budget, mu, 1, &sd, &md, &ud);
+            ckpt_result rc = _ckpt_persistent(NULL, c, n, budget, mu, 1, INFINITY, &sc, &mc, &uc);
+            ckpt_result rd = _ckpt_persistent(NULL, d, n, budget, mu, 1, INFINITY, &sd, &md, &ud);
             CHECK(rc == rd && mc == md && uc == ud, "n %d block %d budget %llu: %s with repeats, %s without", n, p,
                   (unsigned long long)budget, ckpt_result_string(rc), ckpt_result_string(rd));
             if (rc == CKPT_OK && rd == CKPT_OK) {
@@ -623,6 +627,130 @@ static void heuristic_allocations(void) {
     }
 }
 
+/* >>bound: the dense table at level 0 bounded by an incumbent's time ub. Every cell holds the
+   minimum of its row's start value and its options' values; a cell that differs from the
+   unbounded table's is, with that value, near its row's start value or above; some cells are
+   bounded when ub is the optimum; the plan is the unbounded table's when ub is not below the
+   optimum, and none when it is. */
+static void fill_table(_ckpt_dense *D, _ckpt_dp *d, _ckpt_team *team, double ub) {
+    CHECK(_ckpt_dense_alloc(D, d, team->workers), "memory");
+    if (ub < INFINITY) CHECK(_ckpt_dense_bounds(D, ub), "bounds: memory");
+    CHECK(_ckpt_dense_fill(D, team) == CKPT_OK, "fill");
+}
+static void bounded_table(void) {
+    int ci, bad = 0, cells = 0, bounded = 0;
+    for (ci = 0; ci < (TEST_REDUCED ? 4 : 16); ci++) {
+        int n = rnd_int(20, 60), p = rnd_int(1, 3), i, s, t, u;
+        ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c), block[3];
+        ckpt_plan_info sa;
+        ckpt_plan *pl;
+        _ckpt_dp d;
+        _ckpt_dense D0;
+        _ckpt_team team;
+        uint64_t budget, unit, mp;
+        double top, ubs[4];
+        memset(block, 0, sizeof block);
+        random_chain(c, n, 512);
+        random_chain(block, p, 512);
+        for (i = 1; ci % 2 && i < n - 1; i++) c[i] = block[(i - 1) % p];
+        for (i = 0; i < n && ci % 3 == 0; i++)
+            if (rnd() % 2) { c[i].n_options = 1; c[i].option_t[0] = 512 * (rnd() % 32); c[i].option_extra[0] = 0.25 * (double)(rnd() % 8); }
+        if (plan(c, n, CKPT_POLICY_STORE_ALL, 0, 0, &sa, &pl) != CKPT_OK) { CHECK(0, "store-all"); free(c); continue; }
+        ckpt_plan_destroy(pl);
+        budget = sa.store_all_peak / (uint64_t)rnd_int(1, 4);
+        unit = budget / 300 > 512 ? budget / 300 : 512;
+        if (_ckpt_dp_setup(&d, NULL, c, n, budget, unit, 0, 0) != CKPT_OK) { CHECK(0, "setup"); _ckpt_dp_free(&d); free(c); continue; }
+        _ckpt_dp_minpeak(&d);
+        if (d.minp[0][_CKPT_IDX(&d, 1, n)] > budget || !_ckpt_team_init(&team, &d, 1 + ci % 2)) { _ckpt_dp_free(&d); free(c); continue; }
+        fill_table(&D0, &d, &team, INFINITY);
+        top = _ckpt_row(&D0, 1, n, 0)[D0.M];
+        ubs[0] = top; ubs[1] = top * 1.03; ubs[2] = top * 1.5; ubs[3] = top * (1 - 1e-6);
+        for (u = 0; u < 4; u++) {
+            _ckpt_dense D1;
+            _ckpt_sched a = {NULL, 0, 0}, b = {NULL, 0, 0};
+            ckpt_result ra, rb;
+            int pruned = 0;
+            fill_table(&D1, &d, &team, ubs[u]);
+            for (s = 1; s <= n; s++)
+                for (t = s; t <= n; t++) {
+                    const double *r0 = _ckpt_row(&D0, s, t, 0), *r1 = _ckpt_row(&D1, s, t, 0);
+                    double thr = D1.thr[d.rep.row[_CKPT_IDX(&d, s, t)]], near = thr - 1e-12 * ubs[u];
+                    int no = u == 0 && (int64_t)(d.minp[0][_CKPT_IDX(&d, s, t)] / d.unit) <= D1.M ? _ckpt_dp_options(&d, s, t, 0) : 0;
+                    int64_t m;
+                    for (m = 0; m <= D1.M; m++) {
+                        cells++;
+                        if (r1[m] >= near && r0[m] > r1[m]) pruned++;
+                        if (r1[m] != r0[m] && !(r1[m] >= near && r0[m] >= near) && bad++ < 5)
+                            CHECK(0, "n %d ub %.17g (%d,%d) m %lld: bounded %.17g, unbounded %.17g, start %.17g", n, ubs[u], s, t,
+                                  (long long)m, r1[m], r0[m], thr);
+                        if (u == 0 && ((int64_t)(d.minp[0][_CKPT_IDX(&d, s, t)] / d.unit) <= D1.M || r1[m] != thr)) {
+                            double want = thr;    /* (a row whose smallest peak is above the table keeps its start) */
+                            for (i = 0; i < no; i++) {
+                                double v = _ckpt_dense_at(&D1, &d.opts[i], m);
+                                if (v < want) want = v;
+                            }
+                            if (memcmp(&want, &r1[m], sizeof want) != 0 && bad++ < 5)
+                                CHECK(0, "n %d (%d,%d) m %lld: bounded %.17g, its start and options %.17g", n, s, t, (long long)m,
+                                      r1[m], want);
+                        }
+                    }
+                }
+            bounded += pruned;
+            if (u == 0) CHECK(pruned > 0, "n %d: no cell bounded at the optimum", n);
+            _ckpt_dense_free(&D1);
+            ra = _ckpt_persistent_in(NULL, c, n, budget, unit, 0, 0, 1, 1 + ci % 2, INFINITY, &a, &mp, NULL);
+            rb = _ckpt_persistent_in(NULL, c, n, budget, unit, 0, 0, 1, 1 + ci % 2, ubs[u], &b, &mp, NULL);
+            CHECK(ra == CKPT_OK && rb == CKPT_OK, "n %d: %s, %s", n, ckpt_result_string(ra), ckpt_result_string(rb));
+            if (u < 3)
+                CHECK(a.n_ops == b.n_ops && a.n_ops > 0 && !memcmp(a.ops, b.ops, (size_t)a.n_ops * sizeof *a.ops),
+                      "n %d ub %.17g (optimum %.17g): not the unbounded table's plan", n, ubs[u], top);
+            else
+                CHECK(b.n_ops == 0, "n %d: a plan under ub %.17g, below the optimum %.17g", n, ubs[u], top);
+            _ckpt_free(NULL, a.ops); _ckpt_free(NULL, b.ops);
+        }
+        _ckpt_dense_free(&D0);
+        _ckpt_team_free(&team);
+        _ckpt_dp_free(&d);
+        free(c);
+    }
+    CHECK(bad == 0, "%d cells of the bounded table wrong", bad);
+    printf("test_planner_long: bounded tables: %d cells checked, %d bounded\n", cells, bounded);
+}
+
+/* When every-k's best plan is faster than every plan of the program in the unit max_units asks
+   for, optimal returns it (the program need not finish that table: >>bound). */
+static void incumbent_wins(void) {
+    int tries, found = 0;
+    for (tries = 0; tries < 40 && found < (TEST_REDUCED ? 1 : 3); tries++) {
+        int n = rnd_int(66, 90);
+        uint32_t mu = (uint32_t)rnd_int(3, 12);
+        ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c);
+        ckpt_plan_info sa, ek, op;
+        ckpt_plan *pk = NULL, *po = NULL;
+        _ckpt_sched s = {NULL, 0, 0};
+        uint64_t budget, mp, unit, p;
+        double t = 0;
+        ckpt_result r;
+        random_chain(c, n, 512);
+        if (plan(c, n, CKPT_POLICY_STORE_ALL, 0, 0, &sa, &pk) != CKPT_OK) { CHECK(0, "store-all"); free(c); continue; }
+        ckpt_plan_destroy(pk);
+        budget = sa.store_all_peak / 3;
+        r = _ckpt_persistent(NULL, c, n, budget, mu, 1, INFINITY, &s, &mp, &unit);   /* the program alone */
+        if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, NULL, &t, &p);
+        _ckpt_free(NULL, s.ops);
+        if (r == CKPT_OK && plan(c, n, CKPT_POLICY_EVERY_K, budget, 0, &ek, &pk) == CKPT_OK && ek.time < t) {
+            found++;
+            CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, budget, mu, &op, &po) == CKPT_OK && op.time == ek.time,
+                  "n %d at %u units: optimal %.17g, every-k %.17g, the program %.17g", n, mu, op.time, ek.time, t);
+            if (po) replay_ok(c, n, po, budget);
+        }
+        ckpt_plan_destroy(pk); ckpt_plan_destroy(po);
+        free(c);
+    }
+    CHECK(found > 0, "no chain where every-k beats the program in a coarse unit");
+    printf("test_planner_long: every-k faster than the program's plans on %d chains: optimal returned it\n", found);
+}
+
 int main(void) {
     heuristic_allocations();
     dense_exact();
@@ -636,6 +764,8 @@ int main(void) {
     budget_zero();
     long_chains();
     short_chains();
+    bounded_table();
+    incumbent_wins();
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }
