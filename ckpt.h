@@ -138,7 +138,9 @@
    DBL_MAX / (4 (n + 1)), so that no schedule's time overflows (else CKPT_ERR_BAD_TIME). The
    optimal policy minimises time with peak <= budget, ties to the smaller peak: over all schedules
    up to CKPT_EXACT_SEARCH_MAX_STAGES stages, over the class CKPT_GUARANTEE_PERSISTENT describes
-   beyond.
+   beyond. There it plans every-k's best k first; the long-chain program's table then computes
+   exactly only what could be as fast as that plan (>>bound), and optimal returns every-k's plan
+   when the program has none as fast.
    The arena: every buffer gets an offset where it overlaps no buffer live at the same time; that
    layout can need more than the peak (info.arena >= info.peak). When the plan's arena exceeds
    the budget (or its pinned pool the host budget), the policy plans again for a budget lowered by
@@ -1049,9 +1051,11 @@ typedef enum ckpt_guarantee {
                                          smallest peak in all (tests/test_planner_match.c);
                                          with tape options (an option per kept tape) in all
                                          1000 cases of 3 to 8 stages, 192 of them with flags.
-                                         When `unit` does not
+                                         Never slower than every-k's best plan (taken when
+                                         faster: a coarse unit can make every plan of the
+                                         class slower). When `unit` does not
                                          divide every size and max_units was 0, also no slower
-                                         than greedy and every-k */
+                                         than greedy */
 } ckpt_guarantee;
 
 typedef struct ckpt_plan_info {
@@ -4053,58 +4057,71 @@ static ckpt_result _ckpt_dense_fill(_ckpt_dense *D, _ckpt_team *team) {
    the table takes ub or less. 0: out of memory. */
 static int _ckpt_dense_bounds(_ckpt_dense *D, double ub) {
     _ckpt_dp *d = D->d;
-    int n = d->n, len, s, t, j, i, no;
+    int n = d->n, s, t, j, i, no;
     size_t nn = (size_t)(n + 2) * (size_t)(n + 1), x;
-    double U = ub + ub * 1e-8, *lb = (double *)_ckpt_malloc(d->al, nn * sizeof(double));
+    double U = ub + ub * 1e-8, v, *lb = (double *)_ckpt_malloc(d->al, nn * sizeof(double));
     double *out = (double *)_ckpt_malloc(d->al, nn * sizeof(double));
+    double *fs = (double *)_ckpt_malloc(d->al, ((size_t)n + 2) * sizeof(double));   /* f_s + .. + f_j, by j */
     D->thr = (double *)_ckpt_malloc(d->al, (size_t)d->rep.n_rows * sizeof(double));
-    if (!lb || !out || !D->thr) { _ckpt_free(d->al, lb); _ckpt_free(d->al, out); return 0; }
-    for (len = 0; len < n; len++)
-        for (s = 1; s + len <= n; s++) {
-            double best = INFINITY, f = 0.0, v;
-            t = s + len;
-            no = _ckpt_dp_unsplit(d, s, t, 0);
+    if (!lb || !out || !fs || !D->thr) { _ckpt_free(d->al, lb); _ckpt_free(d->al, out); _ckpt_free(d->al, fs); return 0; }
+    /* lb by rows s from the last; in a row, split j of every (s,t) at once (contiguous rows) */
+    for (s = n; s >= 1; s--) {
+        int sp = _ckpt_dp_splits0(d, s);
+        double f = 0.0;
+        for (t = s; t <= n; t++) lb[_CKPT_IDX(d, s, t)] = INFINITY;
+        for (j = s; j <= n; j++) {
+            double *l = &lb[_CKPT_IDX(d, s, j)];
+            no = _ckpt_dp_unsplit(d, s, j, 0);  /* (s,j) is final once its unsplit options are in */
             for (i = 0; i < no; i++) {
                 const _ckpt_opt *o = &d->opts[i];
                 v = (o->c + (o->s1 ? lb[_CKPT_IDX(d, o->s1, o->t1)] : 0.0)) + (o->s2 ? lb[_CKPT_IDX(d, o->s2, o->t2)] : 0.0);
-                if (v < best) best = v;
+                if (v < *l) *l = v;
             }
-            for (j = s; j < t && _ckpt_dp_splits0(d, s); j++) {
-                f += d->c[j - 1].f;
-                v = (f + lb[_CKPT_IDX(d, j + 1, t)]) + lb[_CKPT_IDX(d, s, j)];
-                if (v < best) best = v;
+            fs[j] = f += d->c[j - 1].f;
+            for (t = j + 1; t <= n && sp; t++) {
+                v = (f + lb[_CKPT_IDX(d, j + 1, t)]) + *l;
+                if (v < lb[_CKPT_IDX(d, s, t)]) lb[_CKPT_IDX(d, s, t)] = v;
             }
-            lb[_CKPT_IDX(d, s, t)] = best;
         }
+    }
+    /* out by rows s from the first, t from the last: an (s,t) is final once the options of the
+       rows above it and of (s,t'), t' > t, are in */
     for (x = 0; x < nn; x++) out[x] = INFINITY;
     out[_CKPT_IDX(d, 1, n)] = 0.0;
-#define _CKPT_LOWER(S, T, V) do { double *o_ = &out[_CKPT_IDX(d, S, T)], v_ = (V); if (v_ < *o_) *o_ = v_; } while (0)
-    for (len = n - 1; len >= 0; len--)
-        for (s = 1; s + len <= n; s++) {
-            double p, f = 0.0;
-            t = s + len;
-            if ((p = out[_CKPT_IDX(d, s, t)]) == INFINITY) continue;
+    for (s = 1; s <= n; s++) {
+        int sp = _ckpt_dp_splits0(d, s);
+        double f = 0.0;
+        for (j = s; j <= n; j++) fs[j] = f += d->c[j - 1].f;
+        for (t = n; t >= s; t--) {
+            double *p = &out[_CKPT_IDX(d, s, t)];
+            for (j = t + 1; j <= n && sp; j++) {     /* (s,t) as the second sub-problem of split t of (s,j) */
+                v = (out[_CKPT_IDX(d, s, j)] + fs[t]) + lb[_CKPT_IDX(d, t + 1, j)];
+                if (v < *p) *p = v;
+            }
+            if (*p == INFINITY) continue;
             no = _ckpt_dp_unsplit(d, s, t, 0);
             for (i = 0; i < no; i++) {
                 const _ckpt_opt *o = &d->opts[i];
-                if (o->s1) _CKPT_LOWER(o->s1, o->t1, (p + o->c) + (o->s2 ? lb[_CKPT_IDX(d, o->s2, o->t2)] : 0.0));
-                if (o->s2) _CKPT_LOWER(o->s2, o->t2, (p + o->c) + (o->s1 ? lb[_CKPT_IDX(d, o->s1, o->t1)] : 0.0));
-            }
-            for (j = s; j < t && _ckpt_dp_splits0(d, s); j++) {
-                f += d->c[j - 1].f;
-                _CKPT_LOWER(j + 1, t, (p + f) + lb[_CKPT_IDX(d, s, j)]);
-                _CKPT_LOWER(s, j, (p + f) + lb[_CKPT_IDX(d, j + 1, t)]);
+                double *o1 = o->s1 ? &out[_CKPT_IDX(d, o->s1, o->t1)] : NULL, *o2 = o->s2 ? &out[_CKPT_IDX(d, o->s2, o->t2)] : NULL;
+                if (o1 && (v = (*p + o->c) + (o2 ? lb[_CKPT_IDX(d, o->s2, o->t2)] : 0.0)) < *o1) *o1 = v;
+                if (o2 && (v = (*p + o->c) + (o1 ? lb[_CKPT_IDX(d, o->s1, o->t1)] : 0.0)) < *o2) *o2 = v;
             }
         }
-#undef _CKPT_LOWER
+        for (j = s; j < n && sp; j++)     /* (j+1,t) as the first sub-problem of split j of (s,t) */
+            for (t = j + 1; t <= n; t++) {
+                v = (out[_CKPT_IDX(d, s, t)] + fs[j]) + lb[_CKPT_IDX(d, s, j)];
+                if (v < out[_CKPT_IDX(d, j + 1, t)]) out[_CKPT_IDX(d, j + 1, t)] = v;
+            }
+    }
     for (i = 0; i < d->rep.n_rows; i++) D->thr[i] = -INFINITY;
     for (s = 1; s <= n; s++)    /* a >>repeats row: the largest thr of the (s,t) that share it */
         for (t = s; t <= n; t++) {
-            double v = U - out[_CKPT_IDX(d, s, t)], *r = &D->thr[d->rep.row[_CKPT_IDX(d, s, t)]];
+            double *r = &D->thr[d->rep.row[_CKPT_IDX(d, s, t)]];
+            v = U - out[_CKPT_IDX(d, s, t)];
             if (v < lb[_CKPT_IDX(d, s, t)]) v = lb[_CKPT_IDX(d, s, t)];
             if (v > *r) *r = v;
         }
-    _ckpt_free(d->al, lb); _ckpt_free(d->al, out);
+    _ckpt_free(d->al, lb); _ckpt_free(d->al, out); _ckpt_free(d->al, fs);
     return 1;
 }
 
