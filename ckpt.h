@@ -2900,6 +2900,7 @@ typedef struct _ckpt_dp {
     _ckpt_fp *stage;                /* frontiers made this diagonal, before they go to the pool */
     int64_t stage_n, stage_cap;
     double work, work_limit;        /* points merged so far, and the allowance */
+    double *thr;                    /* per >>repeats row, its bound (>>bound; NULL: none) */
 } _ckpt_dp;
 
 /* The family ids of a level, for at most M tape options per stage, on a chain with
@@ -3510,7 +3511,7 @@ static const _ckpt_fp _ckpt_fp_zero = {0.0, 0};
 static uint64_t _ckpt_fp_next(const _ckpt_fp *f, int64_t i, int64_t n, uint64_t x) {
     return i + 1 < n ? f[i + 1].p + x : UINT64_MAX;
 }
-static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
+static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o, double bound) {
     const _ckpt_fp *f1 = &_ckpt_fp_zero, *f2 = &_ckpt_fp_zero, *cur = d->cur;
     int64_t i1 = 0, i2 = 0, n1 = 1, n2 = 1, ci = 0, lo = 0, hi = d->cur_n, cn = d->cur_n, work = 0;
     uint64_t L, stop, x = o->o1, y = o->o2, q1, q2, cp;
@@ -3521,6 +3522,7 @@ static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
     L = _ckpt_max3(o->floor, f1[0].p + x, f2[0].p + y);
     if (L > d->budget) return 1;
     tmin = (c + f1[n1 - 1].t) + f2[n2 - 1].t;
+    if (!(tmin < bound)) return 1;
     /* from peak `stop` on, the frontier is as fast as the staircase's fastest point: the rest of
        the staircase is dominated (all of it when stop <= L) */
     while (lo < hi) { int64_t m = (lo + hi) / 2; if (cur[m].t <= tmin) hi = m; else lo = m + 1; }
@@ -3534,7 +3536,7 @@ static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o) {
     q1 = _ckpt_fp_next(f1, i1, n1, x);
     q2 = _ckpt_fp_next(f2, i2, n2, y);
     cp = ci < cn ? cur[ci].p : UINT64_MAX;
-    ct = ci ? cur[ci - 1].t : INFINITY;
+    ct = ci ? cur[ci - 1].t : bound;
     for (;;) {
         double t = (c + f1[i1].t) + f2[i2].t;
         work++;
@@ -3586,8 +3588,9 @@ static void _ckpt_frontier_item(_ckpt_team *team, int w, int i) {
         int f = d->fam[q];
         if (d->minp[f][_CKPT_IDX(d, s, s + len)] <= d->budget) {
             int no = _ckpt_dp_options(d, s, s + len, f);
+            double b = d->thr ? d->thr[d->rep.row[_CKPT_IDX(d, s, s + len)]] : INFINITY;
             for (k = 0; k < no && g->res[w] == CKPT_OK; k++)
-                if (!_ckpt_dp_merge(d, &d->opts[k])) g->res[w] = CKPT_ERR_OUT_OF_HOST_MEMORY;
+                if (!_ckpt_dp_merge(d, &d->opts[k], b)) g->res[w] = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
         if (g->res[w] == CKPT_OK && !_ckpt_dp_stage(d, s, s + len, f)) g->res[w] = CKPT_ERR_OUT_OF_HOST_MEMORY;
         if (g->res[w] == CKPT_OK && (d->pool_n + d->stage_n > d->pool_limit ||
@@ -3772,7 +3775,7 @@ static void _ckpt_dp_free(_ckpt_dp *d) {
     _ckpt_free(al, d->sweep); _ckpt_free(al, d->opts); _ckpt_rep_free(al, &d->rep);
     for (f = 0; f < _CKPT_FIDS; f++) { _ckpt_free(al, d->minp[f]); _ckpt_free(al, d->fs[f]); _ckpt_free(al, d->fl[f]); }
     _ckpt_free(al, d->pool); _ckpt_free(al, d->stage);
-    _ckpt_free(al, d->cand); _ckpt_free(al, d->cur); _ckpt_free(al, d->tmp);
+    _ckpt_free(al, d->cand); _ckpt_free(al, d->cur); _ckpt_free(al, d->tmp); _ckpt_free(al, d->thr);
 }
 
 /* The dense variant: best[f][row][m] for every m = 0..M units, as rotor does, with an inner loop
@@ -3796,7 +3799,6 @@ typedef struct _ckpt_dense {
     int prefix;             /* the tiles done first to last: 0..prefix-1 */
     double *fsum;           /* per >>threads worker, per s of a tile, f_s + .. + f_j for j up to its
                                end (n+1 doubles) */
-    double *thr;            /* per row, the value its cells start from (>>bound; NULL: INFINITY) */
 } _ckpt_dense;
 #define _CKPT_TILE 16
 
@@ -3821,7 +3823,7 @@ static int _ckpt_dense_alloc(_ckpt_dense *D, _ckpt_dp *d, int workers) {
 static void _ckpt_dense_free(_ckpt_dense *D) {
     const ckpt_allocator *al = D->d->al;
     _ckpt_free(al, D->tab); _ckpt_free(al, D->sum); _ckpt_free(al, D->zeros); _ckpt_free(al, D->own);
-    _ckpt_free(al, D->need); _ckpt_free(al, D->fin); _ckpt_free(al, D->fsum); _ckpt_free(al, D->thr);
+    _ckpt_free(al, D->need); _ckpt_free(al, D->fin); _ckpt_free(al, D->fsum);
 }
 
 static double *_ckpt_row(const _ckpt_dense *D, int s, int t, int f) {
@@ -3944,7 +3946,7 @@ static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
         for (j = s; j <= t1; j++) fs[(s - s0) * (n + 1) + j] = f += d->c[j - 1].f;
         for (t = s > t0 ? s : t0; t <= t1; t++)
             for (q = 0; own[_CKPT_IDX(d, s, t)] && q < d->nfam; q++) {
-                double *cur = _ckpt_row(D, s, t, d->fam[q]), v = D->thr ? D->thr[d->rep.row[_CKPT_IDX(d, s, t)]] : INFINITY;
+                double *cur = _ckpt_row(D, s, t, d->fam[q]), v = d->thr ? d->thr[d->rep.row[_CKPT_IDX(d, s, t)]] : INFINITY;
                 for (m = 0; m <= M; m++) cur[m] = v;
             }
     }
@@ -4055,15 +4057,14 @@ static ckpt_result _ckpt_dense_fill(_ckpt_dense *D, _ckpt_team *team) {
    budget is at most ub (1 + 1e-9), far below U against rounding (a few ulps a level), it and the
    cells the plan is emitted from are exact: the plan is the unbounded table's; above, no plan of
    the table takes ub or less. 0: out of memory. */
-static int _ckpt_dense_bounds(_ckpt_dense *D, double ub) {
-    _ckpt_dp *d = D->d;
+static int _ckpt_dp_bounds(_ckpt_dp *d, double ub) {
     int n = d->n, s, t, j, i, no;
     size_t nn = (size_t)(n + 2) * (size_t)(n + 1), x;
     double U = ub + ub * 1e-8, v, *lb = (double *)_ckpt_malloc(d->al, nn * sizeof(double));
     double *out = (double *)_ckpt_malloc(d->al, nn * sizeof(double));
     double *fs = (double *)_ckpt_malloc(d->al, ((size_t)n + 2) * sizeof(double));   /* f_s + .. + f_j, by j */
-    D->thr = (double *)_ckpt_malloc(d->al, (size_t)d->rep.n_rows * sizeof(double));
-    if (!lb || !out || !fs || !D->thr) { _ckpt_free(d->al, lb); _ckpt_free(d->al, out); _ckpt_free(d->al, fs); return 0; }
+    double *thr = d->thr = (double *)_ckpt_malloc(d->al, (size_t)d->rep.n_rows * sizeof(double));
+    if (!lb || !out || !fs || !thr) { _ckpt_free(d->al, lb); _ckpt_free(d->al, out); _ckpt_free(d->al, fs); return 0; }
     /* lb by rows s from the last; in a row, split j of every (s,t) at once (contiguous rows) */
     for (s = n; s >= 1; s--) {
         int sp = _ckpt_dp_splits0(d, s);
@@ -4113,10 +4114,10 @@ static int _ckpt_dense_bounds(_ckpt_dense *D, double ub) {
                 if (v < out[_CKPT_IDX(d, j + 1, t)]) out[_CKPT_IDX(d, j + 1, t)] = v;
             }
     }
-    for (i = 0; i < d->rep.n_rows; i++) D->thr[i] = -INFINITY;
+    for (i = 0; i < d->rep.n_rows; i++) thr[i] = -INFINITY;
     for (s = 1; s <= n; s++)    /* a >>repeats row: the largest thr of the (s,t) that share it */
         for (t = s; t <= n; t++) {
-            double *r = &D->thr[d->rep.row[_CKPT_IDX(d, s, t)]];
+            double *r = &thr[d->rep.row[_CKPT_IDX(d, s, t)]];
             v = U - out[_CKPT_IDX(d, s, t)];
             if (v < lb[_CKPT_IDX(d, s, t)]) v = lb[_CKPT_IDX(d, s, t)];
             if (v > *r) *r = v;
@@ -4208,6 +4209,7 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
         *min_peak = d.minp[0][_CKPT_IDX(&d, 1, n)];
         if (*min_peak > budget) r = CKPT_ERR_INFEASIBLE;
     }
+    if (r == CKPT_OK && ub < INFINITY && ub > 0 && !level && !_ckpt_dp_bounds(&d, ub)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
     if (r == CKPT_OK && !_ckpt_team_init(&team, &d, threads)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
     out->n_ops = 0;
     if (r == CKPT_OK && dense) {
@@ -4217,8 +4219,7 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
         else {
             int64_t m = 0;
             const double *top;
-            if (ub < INFINITY && ub > 0 && !d.level && !_ckpt_dense_bounds(&D, ub)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
-            if (r == CKPT_OK) r = _ckpt_dense_fill(&D, &team);
+            r = _ckpt_dense_fill(&D, &team);
             top = _ckpt_row(&D, 1, n, 0);
             while (r == CKPT_OK && m < D.M && top[m] != top[D.M]) m++;   /* the smallest peak at the best time */
             if (r == CKPT_OK && top[D.M] <= ub + ub * 1e-9 && !_ckpt_dense_emit(&D, 1, n, 0, m, out))
@@ -4227,11 +4228,11 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
         _ckpt_dense_free(&D);
     } else if (r == CKPT_OK) {
         r = _ckpt_dp_frontiers(&d, &team);
-        if (r == CKPT_OK) {
+        if (r == CKPT_OK) {     /* (no point: every plan takes longer than ub's bound) */
             int nf = d.fl[0][_CKPT_IDX(&d, 1, n)];
-            CKPT_ASSERT(nf > 0);
-            if (!_ckpt_dp_emit(&d, 1, n, 0, d.pool[d.fs[0][_CKPT_IDX(&d, 1, n)] + nf - 1].p, out))
-                r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+            const _ckpt_fp *last = nf ? &d.pool[d.fs[0][_CKPT_IDX(&d, 1, n)] + nf - 1] : NULL;
+            CKPT_ASSERT(nf > 0 || d.thr);
+            if (last && last->t <= ub + ub * 1e-9 && !_ckpt_dp_emit(&d, 1, n, 0, last->p, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
     }
     _ckpt_team_free(&team);

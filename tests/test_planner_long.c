@@ -20,7 +20,8 @@
    - bounded by an incumbent's time (>>bound), the dense table holds in every cell the minimum of
      its row's start value and its options' values, differs from the unbounded table only near
      or above that start value, and gives the unbounded table's plan, or none when the incumbent
-     is faster; optimal returns every-k's plan when every plan of the program is slower;
+     is faster, as the sparse frontiers do; optimal returns every-k's plan when every plan of the
+     program is slower;
    - every-k's search for its best k and greedy's trajectory, which analyse one schedule per
      candidate, reuse one block for those analyses: fewer than 8 host allocations per stage
      (one analysis in its own allocations makes 18); the plans replay, and are the ones planned with
@@ -631,10 +632,13 @@ static void heuristic_allocations(void) {
    minimum of its row's start value and its options' values; a cell that differs from the
    unbounded table's is, with that value, near its row's start value or above; some cells are
    bounded when ub is the optimum; the plan is the unbounded table's when ub is not below the
-   optimum, and none when it is. */
+   optimum, and none when it is; the same for the sparse frontiers, which drop the points above
+   the bound. */
 static void fill_table(_ckpt_dense *D, _ckpt_dp *d, _ckpt_team *team, double ub) {
+    _ckpt_free(NULL, d->thr);
+    d->thr = NULL;
+    if (ub < INFINITY) CHECK(_ckpt_dp_bounds(d, ub), "bounds: memory");
     CHECK(_ckpt_dense_alloc(D, d, team->workers), "memory");
-    if (ub < INFINITY) CHECK(_ckpt_dense_bounds(D, ub), "bounds: memory");
     CHECK(_ckpt_dense_fill(D, team) == CKPT_OK, "fill");
 }
 static void bounded_table(void) {
@@ -669,12 +673,12 @@ static void bounded_table(void) {
             _ckpt_dense D1;
             _ckpt_sched a = {NULL, 0, 0}, b = {NULL, 0, 0};
             ckpt_result ra, rb;
-            int pruned = 0;
+            int pruned = 0, dense;
             fill_table(&D1, &d, &team, ubs[u]);
             for (s = 1; s <= n; s++)
                 for (t = s; t <= n; t++) {
                     const double *r0 = _ckpt_row(&D0, s, t, 0), *r1 = _ckpt_row(&D1, s, t, 0);
-                    double thr = D1.thr[d.rep.row[_CKPT_IDX(&d, s, t)]], near = thr - 1e-12 * ubs[u];
+                    double thr = d.thr[d.rep.row[_CKPT_IDX(&d, s, t)]], near = thr - 1e-12 * ubs[u];
                     int no = u == 0 && (int64_t)(d.minp[0][_CKPT_IDX(&d, s, t)] / d.unit) <= D1.M ? _ckpt_dp_options(&d, s, t, 0) : 0;
                     int64_t m;
                     for (m = 0; m <= D1.M; m++) {
@@ -698,15 +702,20 @@ static void bounded_table(void) {
             bounded += pruned;
             if (u == 0) CHECK(pruned > 0, "n %d: no cell bounded at the optimum", n);
             _ckpt_dense_free(&D1);
-            ra = _ckpt_persistent_in(NULL, c, n, budget, unit, 0, 0, 1, 1 + ci % 2, INFINITY, &a, &mp, NULL);
-            rb = _ckpt_persistent_in(NULL, c, n, budget, unit, 0, 0, 1, 1 + ci % 2, ubs[u], &b, &mp, NULL);
-            CHECK(ra == CKPT_OK && rb == CKPT_OK, "n %d: %s, %s", n, ckpt_result_string(ra), ckpt_result_string(rb));
-            if (u < 3)
-                CHECK(a.n_ops == b.n_ops && a.n_ops > 0 && !memcmp(a.ops, b.ops, (size_t)a.n_ops * sizeof *a.ops),
-                      "n %d ub %.17g (optimum %.17g): not the unbounded table's plan", n, ubs[u], top);
-            else
-                CHECK(b.n_ops == 0, "n %d: a plan under ub %.17g, below the optimum %.17g", n, ubs[u], top);
-            _ckpt_free(NULL, a.ops); _ckpt_free(NULL, b.ops);
+            for (dense = 0; dense < 2; dense++) {   /* the sparse frontiers drop points above the bound */
+                ra = _ckpt_persistent_in(NULL, c, n, budget, unit, 0, 0, dense, 1 + ci % 2, INFINITY, &a, &mp, NULL);
+                rb = _ckpt_persistent_in(NULL, c, n, budget, unit, 0, 0, dense, 1 + ci % 2, ubs[u], &b, &mp, NULL);
+                CHECK(ra == CKPT_OK && rb == CKPT_OK, "n %d: %s, %s", n, ckpt_result_string(ra), ckpt_result_string(rb));
+                if (u < 3)
+                    CHECK(a.n_ops == b.n_ops && a.n_ops > 0 && !memcmp(a.ops, b.ops, (size_t)a.n_ops * sizeof *a.ops),
+                          "n %d ub %.17g (optimum %.17g), %s: not the unbounded program's plan", n, ubs[u], top,
+                          dense ? "dense" : "sparse");
+                else
+                    CHECK(b.n_ops == 0, "n %d, %s: a plan under ub %.17g, below the optimum %.17g", n, dense ? "dense" : "sparse",
+                          ubs[u], top);
+                _ckpt_free(NULL, a.ops); _ckpt_free(NULL, b.ops);
+                memset(&a, 0, sizeof a); memset(&b, 0, sizeof b);
+            }
         }
         _ckpt_dense_free(&D0);
         _ckpt_team_free(&team);
