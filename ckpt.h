@@ -92,8 +92,9 @@
    in the desc, no CKPT_MALLOC), CKPT_NO_HUGEPAGES is not defined, and <sys/mman.h> declares
    MADV_HUGEPAGE, as glibc's does unless the file is strict ISO C (-std=c11 without
    _DEFAULT_SOURCE or _GNU_SOURCE). On the developers' AMD VM, 400 distinct stages at 500 units
-   then planned in 1.3 s instead of 2.1; on an Intel VM, an earlier trial measured 2.1-2.4 s
-   instead of 1.6-1.7 (the kernel's clearing of 2 MiB pages took 35%): bench/RESULTS.md.
+   then planned in 1.3 s instead of 2.1 (2026-11-27, before >>bound); on an Intel VM, an earlier
+   trial measured 2.1-2.4 s instead of 1.6-1.7 (the kernel's clearing of 2 MiB pages took 35%):
+   bench/RESULTS.md.
    Device memory comes only from the backend: one arena per plan, allocated by ckpt_chain_plan
    and freed by the next plan or by ckpt_chain_destroy. Every buffer in it has an offset fixed at
    plan time, so a training step allocates nothing. The caller owns X[0] (the input), G[0] (the
@@ -990,7 +991,7 @@ typedef struct ckpt_plan_desc {
                                65,536 such units, unless the sparse program's frontiers pass
                                their 256 MB cap: then a coarser unit runs and a warning is
                                logged. This can take seconds for hundreds of distinct stages
-                               (about 5 s at 200, 2.7 s on 2 threads: see bench/RESULTS.md);
+                               (1.2-1.4 s at 200, 0.7-0.9 s on 2 threads: bench/RESULTS.md);
                                sub-chains that repeat, such as a transformer's layers, are
                                planned once, which makes such chains much faster. N = round
                                sizes up to ceil(budget/N) bytes when coarser: faster, never over
@@ -1500,9 +1501,9 @@ static void _ckpt_free(const ckpt_allocator *a, void *p) {
     CKPT_FREE(p, a ? a->user : NULL);
 }
 /* _ckpt_malloc for a large table that is written soon after, page by page (>>hugepages): the
-   first write to each page is a fault (400 stages at 500 units: 87,000 faults and 2.1 s with
-   4 KiB pages, 3,300 and 1.3 s with 2 MiB ones, bench/RESULTS.md). The advice covers the 2 MiB
-   pages inside the block, and goes with the block when free unmaps it. */
+   first write to each page is a fault (400 stages at 500 units, before >>bound: 87,000 faults
+   and 2.1 s with 4 KiB pages, 3,300 and 1.3 s with 2 MiB ones, bench/RESULTS.md). The advice
+   covers the 2 MiB pages inside the block, and goes with the block when free unmaps it. */
 static void *_ckpt_malloc_big(const ckpt_allocator *a, size_t bytes) {
     void *p = _ckpt_malloc(a, bytes);
 #if defined(MADV_HUGEPAGE) && defined(_CKPT_HUGEPAGES)
@@ -4157,8 +4158,8 @@ static uint64_t _ckpt_exact_unit(const ckpt_cost *c, int n) {
     return g ? g : 1;
 }
 
-/* Limits of the dense table: memory and work (400 distinct stages at 500 units fit: 1.3 s,
-   bench/RESULTS.md, 2026-11-27). */
+/* Limits of the dense table: memory and work (400 distinct stages at 500 units fit: 0.75-1.17 s,
+   bench/RESULTS.md, 2026-11-28). */
 #define _CKPT_DENSE_MAX_BYTES ((uint64_t)384 << 20)
 #define _CKPT_DENSE_MAX_WORK 1.2e10
 
