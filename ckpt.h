@@ -139,9 +139,9 @@
    DBL_MAX / (4 (n + 1)), so that no schedule's time overflows (else CKPT_ERR_BAD_TIME). The
    optimal policy minimises time with peak <= budget, ties to the smaller peak: over all schedules
    up to CKPT_EXACT_SEARCH_MAX_STAGES stages, over the class CKPT_GUARANTEE_PERSISTENT describes
-   beyond. There it plans every-k's best k first; the long-chain program's table then computes
-   exactly only what could be as fast as that plan (>>bound), and optimal returns every-k's plan
-   when the program has none as fast.
+   beyond. There it plans every-k's best k first; the long-chain program then computes exactly
+   only what could be as fast as that plan (>>bound), and optimal returns every-k's plan when the
+   program has none as fast.
    The arena: every buffer gets an offset where it overlaps no buffer live at the same time; that
    layout can need more than the peak (info.arena >= info.peak). When the plan's arena exceeds
    the budget (or its pinned pool the host budget), the policy plans again for a budget lowered by
@@ -3502,7 +3502,7 @@ static const _ckpt_fp _ckpt_fp_zero = {0.0, 0};
 
 /* One option's staircase: the pointwise sum of its sub-problems' step functions above floor,
    walked breakpoint by breakpoint; a point goes into cand only where it is faster than the
-   running frontier. At a point that is not, the walk tries to skip to U, the frontier's
+   running frontier and than bound (>>bound; INFINITY: none). At a point that is not, the walk tries to skip to U, the frontier's
    _CKPT_MERGE_SKIP-th next breakpoint: the staircase and the frontier only fall, so if the
    staircase just below U is no faster than the frontier here, no point below U is faster than
    the frontier there. work counts the points evaluated and the breakpoints skipped (a peak
@@ -3533,7 +3533,7 @@ static int _ckpt_dp_merge(_ckpt_dp *d, const _ckpt_opt *o, double bound) {
     while (i2 + 1 < n2 && f2[i2 + 1].p + y <= L) i2++;
     while (ci < cn && cur[ci].p <= L) ci++;
     /* the next breakpoints of the two sub-problems and of the frontier (UINT64_MAX: none), and
-       the frontier's time at L (none yet: every point is faster) */
+       the frontier's time at L (none yet: bound) */
     q1 = _ckpt_fp_next(f1, i1, n1, x);
     q2 = _ckpt_fp_next(f2, i2, n2, y);
     cp = ci < cn ? cur[ci].p : UINT64_MAX;
@@ -4191,7 +4191,7 @@ static int _ckpt_dense_fits(const _ckpt_rep *rp, uint64_t M, int level, int nopt
    exact unit (ex->minp, with its unit and level; the rest of ex is freed), copied when the unit
    and level are those and sizes are rounded apart (they depend on nothing else). ub: an
    incumbent's time (INFINITY: none); CKPT_OK with no ops in out then says that every plan of the
-   dense table takes longer (>>bound). */
+   program takes longer than ub (1 + 1e-9) (>>bound; whether or not the bounds were computed). */
 static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                        uint64_t unit, int level, int sum_round, int dense, int threads, double ub,
                                        _ckpt_sched *out, uint64_t *min_peak, const _ckpt_dp *ex) {
@@ -4409,17 +4409,19 @@ static ckpt_result _ckpt_best_of_heuristics(const ckpt_allocator *al, const ckpt
 
 /* The persistent program breaks time ties between its own schedules only: an every-k plan of
    the same time and a smaller peak (examples/mlp_cuda.cu's chain at 0.4 and 0.6 of store-all) is
-   taken instead, and so is every-k's plan when the program has none as fast (s without ops:
-   >>bound). ek: every-k's best plan (none when ek->n_ops is 0); the plan not kept ends there. */
+   taken instead, and so is every-k's plan when it is faster (when the program has none as fast,
+   s has no ops: >>bound; the program's plan can also be slower by the 1e-9 that bound allows, or
+   by rounding). ek: every-k's best plan (none when ek->n_ops is 0); the plan not kept ends
+   there. */
 static ckpt_result _ckpt_every_k_tie(const ckpt_allocator *al, const ckpt_cost *c, int n, _ckpt_sched *s,
                                      _ckpt_sched *ek) {
-    double t, th;
-    uint64_t p, ph;
+    double t = 0.0, th = 0.0;
+    uint64_t p = 0, ph = 0;
     ckpt_result r = CKPT_OK;
     if (!ek->n_ops) return CKPT_OK;
     if (s->n_ops) r = _ckpt_sched_eval_into(al, c, n, s, NULL, &t, &p);
     if (s->n_ops && r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, ek, NULL, &th, &ph);
-    if (r == CKPT_OK && (!s->n_ops || (th <= t && ph < p))) { _ckpt_sched tmp = *s; *s = *ek; *ek = tmp; }
+    if (r == CKPT_OK && (!s->n_ops || th < t || (th == t && ph < p))) { _ckpt_sched tmp = *s; *s = *ek; *ek = tmp; }
     return r;
 }
 

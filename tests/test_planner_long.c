@@ -748,9 +748,13 @@ static void incumbent_wins(void) {
         if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, NULL, &t, &p);
         _ckpt_free(NULL, s.ops);
         if (r == CKPT_OK && plan(c, n, CKPT_POLICY_EVERY_K, budget, 0, &ek, &pk) == CKPT_OK && ek.time < t) {
+            int n1 = 0, n2 = 0;
+            const ckpt_op *o1, *o2;
             found++;
             CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, budget, mu, &op, &po) == CKPT_OK && op.time == ek.time,
                   "n %d at %u units: optimal %.17g, every-k %.17g, the program %.17g", n, mu, op.time, ek.time, t);
+            o1 = ckpt_plan_ops(pk, &n1); o2 = ckpt_plan_ops(po, &n2);
+            CHECK(n1 == n2 && n1 > 0 && !memcmp(o1, o2, (size_t)n1 * sizeof *o1), "n %d at %u units: not every-k's plan", n, mu);
             if (po) replay_ok(c, n, po, budget);
         }
         ckpt_plan_destroy(pk); ckpt_plan_destroy(po);
