@@ -643,8 +643,8 @@ static void fill_table(_ckpt_dense *D, _ckpt_dp *d, _ckpt_team *team, double ub)
 }
 static void bounded_table(void) {
     int ci, bad = 0, cells = 0, bounded = 0;
-    for (ci = 0; ci < (TEST_REDUCED ? 4 : 16); ci++) {
-        int n = rnd_int(20, 60), p = rnd_int(1, 3), i, s, t, u;
+    for (ci = 0; ci < (TEST_REDUCED ? 3 : 16); ci++) {
+        int n = rnd_int(20, TEST_REDUCED ? 40 : 60), p = rnd_int(1, 3), i, s, t, u;
         ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c), block[3];
         ckpt_plan_info sa;
         ckpt_plan *pl;
