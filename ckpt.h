@@ -3502,10 +3502,10 @@ static const _ckpt_fp _ckpt_fp_zero = {0.0, 0};
 
 /* One option's staircase: the pointwise sum of its sub-problems' step functions above floor,
    walked breakpoint by breakpoint; a point goes into cand only where it is faster than the
-   running frontier and than bound (>>bound; INFINITY: none). At a point that is not, the walk tries to skip to U, the frontier's
-   _CKPT_MERGE_SKIP-th next breakpoint: the staircase and the frontier only fall, so if the
-   staircase just below U is no faster than the frontier here, no point below U is faster than
-   the frontier there. work counts the points evaluated and the breakpoints skipped (a peak
+   running frontier and than bound (>>bound; INFINITY: none). At a point that is not, the walk
+   tries to skip to U, the frontier's _CKPT_MERGE_SKIP-th next breakpoint: the staircase and the
+   frontier only fall, so if the staircase just below U is no faster than the frontier here, no
+   point below U is faster than the frontier there. work counts the points evaluated and the breakpoints skipped (a peak
    where both sub-problems step counts twice, where the walk evaluated it once). */
 #define _CKPT_MERGE_SKIP 8
 /* The peak of f's breakpoint after i, shifted by x (UINT64_MAX: none). */
@@ -4197,6 +4197,7 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
                                        _ckpt_sched *out, uint64_t *min_peak, const _ckpt_dp *ex) {
     _ckpt_dp d;
     _ckpt_team team;
+    double accept = ub + ub * 1e-9;     /* the best time at most this: a plan (>>bound) */
     ckpt_result r = _ckpt_dp_setup(&d, al, c, n, budget, unit, level, sum_round);
     memset(&team, 0, sizeof team);
     team.d = &d;
@@ -4230,8 +4231,7 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
             r = _ckpt_dense_fill(&D, &team);
             top = _ckpt_row(&D, 1, n, 0);
             while (r == CKPT_OK && m < D.M && top[m] != top[D.M]) m++;   /* the smallest peak at the best time */
-            if (r == CKPT_OK && top[D.M] <= ub + ub * 1e-9 && !_ckpt_dense_emit(&D, 1, n, 0, m, out))
-                r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+            if (r == CKPT_OK && top[D.M] <= accept && !_ckpt_dense_emit(&D, 1, n, 0, m, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
         _ckpt_dense_free(&D);
     } else if (r == CKPT_OK) {
@@ -4240,7 +4240,7 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
             int nf = d.fl[0][_CKPT_IDX(&d, 1, n)];
             const _ckpt_fp *last = nf ? &d.pool[d.fs[0][_CKPT_IDX(&d, 1, n)] + nf - 1] : NULL;
             CKPT_ASSERT(nf > 0 || d.thr);
-            if (last && last->t <= ub + ub * 1e-9 && !_ckpt_dp_emit(&d, 1, n, 0, last->p, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+            if (last && last->t <= accept && !_ckpt_dp_emit(&d, 1, n, 0, last->p, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
     }
     _ckpt_team_free(&team);
@@ -4379,9 +4379,10 @@ static int _ckpt_unit_exact(const ckpt_cost *c, int n, uint64_t unit) {
 
 /* After a program in a rounded unit: a heuristic plan in exact bytes may be faster. Keeps the
    fastest (ties: smaller peak) of *s (none when s->n_ops is 0), greedy and ek, every-k's best
-   plan (the caller's; none when ek->n_ops is 0); the plan not kept of s and ek ends in ek. */
+   plan (the caller's, of time ek_t and peak ek_p; none when ek->n_ops is 0); the plan not kept
+   of s and ek ends in ek. */
 static ckpt_result _ckpt_best_of_heuristics(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
-                                            _ckpt_sched *s, _ckpt_sched *ek) {
+                                            _ckpt_sched *s, _ckpt_sched *ek, double ek_t, uint64_t ek_p) {
     _ckpt_sched h = {NULL, 0, 0};
     double t, th;
     uint64_t p, ph, mp;
@@ -4395,9 +4396,10 @@ static ckpt_result _ckpt_best_of_heuristics(const ckpt_allocator *al, const ckpt
             ckpt_result rh = _ckpt_greedy_sched(al, c, n, budget, &h, &mp);
             if (rh == CKPT_ERR_INFEASIBLE) continue;
             if (rh != CKPT_OK) { r = rh; break; }
+            if ((r = _ckpt_sched_eval_into(al, c, n, &h, NULL, &th, &ph)) != CKPT_OK) break;
         } else if (!ek->n_ops)
             continue;
-        if ((r = _ckpt_sched_eval_into(al, c, n, x, NULL, &th, &ph)) != CKPT_OK) break;
+        else { th = ek_t; ph = ek_p; }
         if (th < t || (th == t && ph < p)) {
             _ckpt_sched tmp = *s; *s = *x; *x = tmp;
             t = th; p = ph;
@@ -4411,17 +4413,16 @@ static ckpt_result _ckpt_best_of_heuristics(const ckpt_allocator *al, const ckpt
    the same time and a smaller peak (examples/mlp_cuda.cu's chain at 0.4 and 0.6 of store-all) is
    taken instead, and so is every-k's plan when it is faster (when the program has none as fast,
    s has no ops: >>bound; the program's plan can also be slower by the 1e-9 that bound allows, or
-   by rounding). ek: every-k's best plan (none when ek->n_ops is 0); the plan not kept ends
-   there. */
+   by rounding). ek: every-k's best plan, of time ek_t and peak ek_p (none when ek->n_ops is 0);
+   the plan not kept ends there. */
 static ckpt_result _ckpt_every_k_tie(const ckpt_allocator *al, const ckpt_cost *c, int n, _ckpt_sched *s,
-                                     _ckpt_sched *ek) {
-    double t = 0.0, th = 0.0;
-    uint64_t p = 0, ph = 0;
+                                     _ckpt_sched *ek, double ek_t, uint64_t ek_p) {
+    double t = 0.0;
+    uint64_t p = 0;
     ckpt_result r = CKPT_OK;
     if (!ek->n_ops) return CKPT_OK;
     if (s->n_ops) r = _ckpt_sched_eval_into(al, c, n, s, NULL, &t, &p);
-    if (s->n_ops && r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, ek, NULL, &th, &ph);
-    if (r == CKPT_OK && (!s->n_ops || th < t || (th == t && ph < p))) { _ckpt_sched tmp = *s; *s = *ek; *ek = tmp; }
+    if (r == CKPT_OK && (!s->n_ops || ek_t < t || (ek_t == t && ek_p < p))) { _ckpt_sched tmp = *s; *s = *ek; *ek = tmp; }
     return r;
 }
 
@@ -4442,7 +4443,7 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
                                      int k, uint32_t max_units, int threads, uint64_t budget, uint64_t min_peak,
                                      const _ckpt_off *off, _ckpt_sched *s, ckpt_plan_info *info) {
     ckpt_result r;
-    double t;
+    double t = 0.0;
     uint64_t p = 0;
     _ckpt_sched ek = {NULL, 0, 0};     /* optimal: every-k's best plan, its k */
     int ek_k;
@@ -4485,7 +4486,8 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         if (n > CKPT_CUBIC_MAX_STAGES) return CKPT_ERR_TOO_COMPLEX;
         info->guarantee = CKPT_GUARANTEE_PERSISTENT;
         s->n_ops = 0;
-        /* every-k's best plan first: the program need only be exact where it is faster (>>bound) */
+        /* every-k's best plan first, of time t and peak p: the program need only be exact where it
+           is faster (>>bound) */
         r = _ckpt_every_k_best(al, c, n, budget, &ek, &ek_k, &p);
         if (r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, &ek, NULL, &t, &p);
         else if (r == CKPT_ERR_INFEASIBLE) { r = CKPT_OK; ek.n_ops = 0; }
@@ -4496,10 +4498,10 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
            sure no heuristic beats it */
         if ((r == CKPT_OK && !max_units && !_ckpt_unit_exact(c, n, info->unit)) || r == CKPT_ERR_TOO_COMPLEX) {
             if (r == CKPT_ERR_TOO_COMPLEX) s->n_ops = 0;
-            r = _ckpt_best_of_heuristics(al, c, n, budget, s, &ek);
+            r = _ckpt_best_of_heuristics(al, c, n, budget, s, &ek, t, p);
             if (r == CKPT_OK && s->n_ops == 0) r = CKPT_ERR_TOO_COMPLEX;
         } else if (r == CKPT_OK) {
-            r = _ckpt_every_k_tie(al, c, n, s, &ek);
+            r = _ckpt_every_k_tie(al, c, n, s, &ek, t, p);
         }
         _ckpt_free(al, ek.ops);
         return r;
