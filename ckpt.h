@@ -3465,6 +3465,23 @@ static void _ckpt_team_run(_ckpt_team *t, int n, void (*fn)(_ckpt_team *, int, i
     for (i = 0; i < n; i++) fn(t, 0, i);
 }
 
+/* *at += k, under the team's lock where threads run (an item runs without it); returns the old
+   *at. */
+static int64_t _ckpt_team_add(_ckpt_team *t, int64_t *at, int64_t k) {
+    int64_t old;
+#if _CKPT_THREADS
+    if (t->started) pthread_mutex_lock(&t->mu);
+#else
+    (void)t;
+#endif
+    old = *at;
+    *at += k;
+#if _CKPT_THREADS
+    if (t->started) pthread_mutex_unlock(&t->mu);
+#endif
+    return old;
+}
+
 /* A team of one: the caller alone, on d (ptr holds wd[0]). */
 static _ckpt_team *_ckpt_team_one(_ckpt_team *t, _ckpt_dp *d, _ckpt_dp **ptr) {
     memset(t, 0, sizeof *t);
@@ -3783,15 +3800,30 @@ static void _ckpt_dp_free(_ckpt_dp *d) {
    over m that compilers vectorise; one row per >>repeats row. Used when M and the rows are small
    enough for the table. Rows are non-increasing in m. Each row also has a summary, its values at
    m = 0, S, 2S, .., M and M again (S = _CKPT_SUM_STEP): small enough to stay in cache, it bounds
-   an option from below without reading the rows themselves. */
+   an option from below without reading the rows themselves.
+   >>packed: a row is kept from lo to hi, S - 1 values either side of where it changes: its first
+   value below its start (INFINITY, or its >>bound), and the first that equals its value at M.
+   Below lo it is its start, above hi that last value, so a run of S values is kept whole or is
+   constant. A tile computes its rows in full in its worker's scratch, then packs them into the
+   table (400 distinct stages at 500 units: 48% of the cells, bench/RESULTS.md); where that scratch
+   would not be small beside the table, rows stay in place, M + 1 values each. */
 #define _CKPT_SUM_STEP 16
+typedef struct _ckpt_drow {
+    double *p;              /* the values at lo..hi */
+    int64_t lo, hi;         /* lo = M + 1, hi = M: none */
+    double start, last;     /* the values below lo, and above hi */
+} _ckpt_drow;
 typedef struct _ckpt_dense {
     _ckpt_dp *d;
     int64_t M, K;           /* K + 2 summary values per row: row[min(S k, M)], k = 0..K + 1 */
-    size_t fam;             /* doubles per family */
-    double *tab;            /* (M+1) doubles per (f, row) */
+    double *tab;            /* the values: (M+1) doubles per (f, row) in place, or >>packed */
+    _ckpt_drow *rows;       /* per (f, row) */
+    _ckpt_drow zrow;        /* a missing row: zeros */
     double *sum;            /* (K+2) doubles per (f, row) */
     double *zeros;          /* M+2 zeros: a missing row, or its summary */
+    int pack;               /* >>packed (-1: _ckpt_dense_fill decides) */
+    double *scr;            /* packed: per worker, scr_rows rows of M+1 doubles */
+    int64_t scr_rows, used; /* the most rows a tile computes; packed: doubles of tab in use */
     unsigned char *own;     /* per (s,t): 1 where its row is computed, 2 when family 0 is feasible too */
     int nt;                 /* tiles per side */
     int32_t *need;          /* per tile: the last tile that must be done before it, beyond the
@@ -3811,24 +3843,54 @@ static int _ckpt_dense_alloc(_ckpt_dense *D, _ckpt_dp *d, int workers) {
     memset(D, 0, sizeof *D);
     D->d = d; D->M = (int64_t)(d->budget / d->unit); D->K = (D->M + _CKPT_SUM_STEP - 1) / _CKPT_SUM_STEP;
     D->nt = (n + _CKPT_TILE - 1) / _CKPT_TILE;
-    D->fam = (size_t)d->rep.n_rows * (size_t)(D->M + 1);
-    D->tab = (double *)_ckpt_malloc_big(al, (size_t)d->nfam * D->fam * sizeof(double));
+    D->pack = -1;
+    D->tab = (double *)_ckpt_malloc_big(al, (size_t)d->nfam * (size_t)d->rep.n_rows * (size_t)(D->M + 1) * sizeof(double));
+    D->rows = (_ckpt_drow *)_ckpt_malloc(al, (size_t)d->nfam * (size_t)d->rep.n_rows * sizeof(_ckpt_drow));
     D->sum = (double *)_ckpt_malloc_big(al, (size_t)d->nfam * (size_t)d->rep.n_rows * (size_t)(D->K + 2) * sizeof(double));
     D->zeros = (double *)_ckpt_calloc(al, (size_t)D->M + 2, sizeof(double));
     D->own = (unsigned char *)_ckpt_calloc(al, (size_t)(n + 2) * (size_t)(n + 1), 1);
     D->need = (int32_t *)_ckpt_malloc(al, (size_t)D->nt * (size_t)(D->nt + 1) / 2 * sizeof(int32_t));
     D->fin = (unsigned char *)_ckpt_calloc(al, (size_t)D->nt * (size_t)(D->nt + 1) / 2, 1);
     D->fsum = (double *)_ckpt_malloc(al, (size_t)workers * _CKPT_TILE * (size_t)(n + 1) * sizeof(double));
-    return D->tab && D->sum && D->zeros && D->own && D->need && D->fin && D->fsum;
+    D->zrow.p = D->zeros; D->zrow.hi = D->M;
+    return D->tab && D->rows && D->sum && D->zeros && D->own && D->need && D->fin && D->fsum;
 }
 static void _ckpt_dense_free(_ckpt_dense *D) {
     const ckpt_allocator *al = D->d->al;
-    _ckpt_free(al, D->tab); _ckpt_free(al, D->sum); _ckpt_free(al, D->zeros); _ckpt_free(al, D->own);
-    _ckpt_free(al, D->need); _ckpt_free(al, D->fin); _ckpt_free(al, D->fsum);
+    _ckpt_free(al, D->tab); _ckpt_free(al, D->rows); _ckpt_free(al, D->sum); _ckpt_free(al, D->zeros);
+    _ckpt_free(al, D->own); _ckpt_free(al, D->need); _ckpt_free(al, D->fin); _ckpt_free(al, D->fsum);
+    _ckpt_free(al, D->scr);
 }
 
-static double *_ckpt_row(const _ckpt_dense *D, int s, int t, int f) {
-    return D->tab + (size_t)D->d->slot[f] * D->fam + (size_t)D->d->rep.row[_CKPT_IDX(D->d, s, t)] * (size_t)(D->M + 1);
+static _ckpt_drow *_ckpt_drow_of(const _ckpt_dense *D, int s, int t, int f) {
+    return D->rows + (size_t)D->d->slot[f] * (size_t)D->d->rep.n_rows + (size_t)D->d->rep.row[_CKPT_IDX(D->d, s, t)];
+}
+static double _ckpt_drow_at(const _ckpt_drow *r, int64_t m) {
+    return m < r->lo ? r->start : m > r->hi ? r->last : r->p[m - r->lo];
+}
+/* The value of (s,t) in family f at m units. */
+static double _ckpt_cell(const _ckpt_dense *D, int s, int t, int f, int64_t m) {
+    return _ckpt_drow_at(_ckpt_drow_of(D, s, t, f), m);
+}
+/* Its values at m..m+len-1 (len <= S): a pointer to them, or NULL and their one value in *k. */
+static const double *_ckpt_drow_run(const _ckpt_drow *r, int64_t m, int64_t len, double *k) {
+    if (m >= r->lo && m + len - 1 <= r->hi) return r->p + (m - r->lo);
+    *k = m < r->lo ? r->start : r->last;
+    return NULL;
+}
+/* Once its row is computed in full at p (non-increasing, at most its start): its last value,
+   and if >>packed, lo and hi. */
+static void _ckpt_drow_trim(_ckpt_drow *r, int64_t M, int pack) {
+    double *v = r->p;
+    int64_t lo = 0, hi = M;
+    r->last = v[M];
+    if (!pack) return;
+    while (lo <= M && v[lo] == r->start) lo++;
+    while (hi > lo && v[hi - 1] == r->last) hi--;
+    if (lo > M) { r->lo = M + 1; r->hi = M; return; }
+    r->lo = lo > _CKPT_SUM_STEP - 1 ? lo - (_CKPT_SUM_STEP - 1) : 0;
+    r->hi = hi + _CKPT_SUM_STEP - 1 < M ? hi + _CKPT_SUM_STEP - 1 : M;
+    r->p = v + r->lo;
 }
 static double *_ckpt_sum(const _ckpt_dense *D, int s, int t, int f) {
     return D->sum + ((size_t)D->d->slot[f] * (size_t)D->d->rep.n_rows + (size_t)D->d->rep.row[_CKPT_IDX(D->d, s, t)]) *
@@ -3845,6 +3907,21 @@ static int64_t _ckpt_sum_k(const _ckpt_dense *D, int64_t m) {
 #else
 #define _CKPT_RESTRICT
 #endif
+/* cur[i] = min(cur[i], (c + a[i]) + k), for a row that is constant on a run (>>packed). */
+static void _ckpt_min_sum_k(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRICT a, double k, double c, int64_t len) {
+    int64_t i = 0;
+    for (; i + 4 <= len; i += 4) {
+        double v0 = (c + a[i]) + k, v1 = (c + a[i + 1]) + k, v2 = (c + a[i + 2]) + k, v3 = (c + a[i + 3]) + k;
+        cur[i] = v0 < cur[i] ? v0 : cur[i];
+        cur[i + 1] = v1 < cur[i + 1] ? v1 : cur[i + 1];
+        cur[i + 2] = v2 < cur[i + 2] ? v2 : cur[i + 2];
+        cur[i + 3] = v3 < cur[i + 3] ? v3 : cur[i + 3];
+    }
+    for (; i < len; i++) {
+        double v = (c + a[i]) + k;
+        cur[i] = v < cur[i] ? v : cur[i];
+    }
+}
 /* cur[i] = min(cur[i], (c + a[i]) + b[i]): the inner loop of the table, unrolled for the
    compiler. */
 static void _ckpt_min_sum(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRICT a, const double *_CKPT_RESTRICT b,
@@ -3870,24 +3947,25 @@ static double _ckpt_dense_at(const _ckpt_dense *D, const _ckpt_opt *o, int64_t m
     uint64_t u = D->d->unit;
     int64_t o1 = (int64_t)(o->o1 / u), o2 = (int64_t)(o->o2 / u);
     if (m < (int64_t)(o->floor / u) || m < o1 || m < o2) return INFINITY;
-    return (o->c + (o->s1 ? _ckpt_row(D, o->s1, o->t1, o->f1)[m - o1] : 0.0)) +
-           (o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2)[m - o2] : 0.0);
+    return (o->c + (o->s1 ? _ckpt_cell(D, o->s1, o->t1, o->f1, m - o1) : 0.0)) +
+           (o->s2 ? _ckpt_cell(D, o->s2, o->t2, o->f2, m - o2) : 0.0);
 }
 
 /* cur = min(cur, an option's values): c + (row r1 at m - o1) + (row r2 at m - o2) from m = lo up
    (in units; s1, s2: the rows' summaries). The value at m is at least
    lb(m) = (c + summary 1 at m - o1) + summary 2 at m - o2 (floating-point sums are monotone),
    and cur and the rows are non-increasing in m: nothing changes from the first run that starts
-   where cur is at most lb(M), nor on a run of m from m0 to m1 where lb(m1) >= cur[m0]. The rows
-   are read only on the other runs, so cur ends as it would if every value were computed. */
+   where cur is at most lb(M), nor on a run of m from m0 to m1 where lb(m1) >= cur[m0], nor at all
+   when cur[lo] is at most the sum of the rows' last values. The rows are read only on the other
+   runs, so cur ends as it would if every value were computed. */
 static void _ckpt_dense_run(const _ckpt_dense *D, double *cur, double c, int64_t lo, int64_t o1, int64_t o2,
-                            const double *s1, const double *r1, const double *s2, const double *r2) {
+                            const double *s1, const _ckpt_drow *r1, const double *s2, const _ckpt_drow *r2) {
     int64_t M = D->M, a, e;
     const double *b1, *b2;
     double best;
     if (lo < o1) lo = o1;
     if (lo < o2) lo = o2;
-    if (lo > M) return;
+    if (lo > M || (c + r1->last) + r2->last >= cur[lo]) return;
     best = (c + s1[_ckpt_sum_k(D, M - o1)]) + s2[_ckpt_sum_k(D, M - o2)];   /* lb(M) */
     if (best == INFINITY) return;
     /* runs end at multiples of S; a run's bound is lb at its last m rounded up to that multiple
@@ -3897,24 +3975,50 @@ static void _ckpt_dense_run(const _ckpt_dense *D, double *cur, double c, int64_t
     b1 = s1 + (e - 2 - o1 + _CKPT_SUM_STEP) / _CKPT_SUM_STEP;
     b2 = s2 + (e - 2 - o2 + _CKPT_SUM_STEP) / _CKPT_SUM_STEP;
     for (a = lo; a <= M && cur[a] > best; a = e, e += _CKPT_SUM_STEP, b1++, b2++)
-        if ((c + *b1) + *b2 < cur[a])
-            _ckpt_min_sum(cur + a, r1 + (a - o1), r2 + (a - o2), c, (e <= M ? e : M + 1) - a);
+        if ((c + *b1) + *b2 < cur[a]) {
+            int64_t len = (e <= M ? e : M + 1) - a;
+            double k1 = 0.0, k2 = 0.0;     /* a row's one value on the run; (x + k1) + 0.0 is x + k1 */
+            const double *x1 = _ckpt_drow_run(r1, a - o1, len, &k1), *x2 = _ckpt_drow_run(r2, a - o2, len, &k2);
+            if (x1 && x2)
+                _ckpt_min_sum(cur + a, x1, x2, c, len);
+            else
+                _ckpt_min_sum_k(cur + a, x1 ? x1 : x2 ? x2 : D->zeros, x2 ? 0.0 : k2, x1 ? c : c + k1, len);
+        }
 }
 
 static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_opt *o) {
     uint64_t u = D->d->unit;
-    const double *zeros = D->zeros;
     _ckpt_dense_run(D, cur, o->c, (int64_t)(o->floor / u), (int64_t)(o->o1 / u), (int64_t)(o->o2 / u),
-                    o->s1 ? _ckpt_sum(D, o->s1, o->t1, o->f1) : zeros, o->s1 ? _ckpt_row(D, o->s1, o->t1, o->f1) : zeros,
-                    o->s2 ? _ckpt_sum(D, o->s2, o->t2, o->f2) : zeros, o->s2 ? _ckpt_row(D, o->s2, o->t2, o->f2) : zeros);
+                    o->s1 ? _ckpt_sum(D, o->s1, o->t1, o->f1) : D->zeros, o->s1 ? _ckpt_drow_of(D, o->s1, o->t1, o->f1) : &D->zrow,
+                    o->s2 ? _ckpt_sum(D, o->s2, o->t2, o->f2) : D->zeros, o->s2 ? _ckpt_drow_of(D, o->s2, o->t2, o->f2) : &D->zrow);
 }
 
 /* Split j of Seg(s,t,0) into cur (>>splits0): fsum is f_s + .. + f_j, summed as _ckpt_dp_gen sums
    it (left to right); lo its floor and x X[s-1], in units (sizes are multiples of the unit); s2,
    r2 row (s,j). */
 static void _ckpt_dense_split0(const _ckpt_dense *D, double *cur, int t, int j, double fsum, int64_t lo, int64_t x,
-                               const double *s2, const double *r2) {
-    _ckpt_dense_run(D, cur, fsum, lo, x, 0, _ckpt_sum(D, j + 1, t, 0), _ckpt_row(D, j + 1, t, 0), s2, r2);
+                               const double *s2, const _ckpt_drow *r2) {
+    _ckpt_dense_run(D, cur, fsum, lo, x, 0, _ckpt_sum(D, j + 1, t, 0), _ckpt_drow_of(D, j + 1, t, 0), s2, r2);
+}
+
+/* >>packed: the rows a tile computed (s0..s1, t0..t1), from its scratch into the table. */
+static void _ckpt_dense_pack(_ckpt_dense *D, _ckpt_team *team, int s0, int s1, int t0, int t1) {
+    const _ckpt_dp *d = D->d;
+    int64_t len = 0, at = 0, k;
+    int s, t, q, i;
+    for (i = 0; i < 2; i++) {       /* the lengths, then the copies */
+        if (i) at = _ckpt_team_add(team, &D->used, len);
+        for (s = s1; s >= s0; s--)
+            for (t = s > t0 ? s : t0; t <= t1; t++)
+                for (q = 0; D->own[_CKPT_IDX(d, s, t)] && q < d->nfam; q++) {
+                    _ckpt_drow *r = _ckpt_drow_of(D, s, t, d->fam[q]);
+                    k = r->hi - r->lo + 1;
+                    if (!i) { len += k; continue; }
+                    if (k) memcpy(D->tab + at, r->p, (size_t)k * sizeof(double));
+                    r->p = D->tab + at;
+                    at += k;
+                }
+    }
 }
 
 /* Tile number i counts the tiles in the order below: diagonal dd, then b (s0 = b T + 1). */
@@ -3930,14 +4034,15 @@ static void _ckpt_tile_at(const _ckpt_dense *D, int i, int *dd, int *b) {
    earlier in this tile. Level 0 first runs the tile's splits j = s1..t0-1, whose two sub-problems both lie in
    earlier tiles, for all its sub-problems, j by j: the 2T rows they read then serve T sub-problems
    each while they are in cache (bench/RESULTS.md: 400 stages 12-14% faster than columns of 8). A
-   row is computed at its first sub-problem in this order (own, set by _ckpt_dense_owners). Worker
-   w runs tile number `tile`. */
+   row is computed at its first sub-problem in this order (own, set by _ckpt_dense_owners), then
+   >>packed. Worker w runs tile number `tile`. */
 static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
     _ckpt_dense *D = (_ckpt_dense *)team->arg;
     _ckpt_dp *d = team->wd[w];
     int n = d->n, T = _CKPT_TILE, dd, b, s, t, j, q, i, s0, s1, t0, t1;
     int64_t M = D->M, m, k;
     double *fs = D->fsum + (size_t)w * _CKPT_TILE * (size_t)(n + 1);
+    double *scr = D->pack ? D->scr + (size_t)w * (size_t)D->scr_rows * (size_t)(M + 1) : NULL;
     const unsigned char *own = D->own;
     _ckpt_tile_at(D, tile, &dd, &b);
     s0 = b * T + 1; s1 = s0 + T - 1 < n ? s0 + T - 1 : n;
@@ -3947,19 +4052,24 @@ static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
         for (j = s; j <= t1; j++) fs[(s - s0) * (n + 1) + j] = f += d->c[j - 1].f;
         for (t = s > t0 ? s : t0; t <= t1; t++)
             for (q = 0; own[_CKPT_IDX(d, s, t)] && q < d->nfam; q++) {
-                double *cur = _ckpt_row(D, s, t, d->fam[q]), v = d->thr ? d->thr[d->rep.row[_CKPT_IDX(d, s, t)]] : INFINITY;
-                for (m = 0; m <= M; m++) cur[m] = v;
+                _ckpt_drow *r = _ckpt_drow_of(D, s, t, d->fam[q]);
+                r->p = scr ? scr : D->tab + (size_t)(r - D->rows) * (size_t)(M + 1);
+                if (scr) scr += M + 1;
+                r->lo = 0; r->hi = M;
+                r->start = r->last = d->thr ? d->thr[d->rep.row[_CKPT_IDX(d, s, t)]] : INFINITY;
+                for (m = 0; m <= M; m++) r->p[m] = r->start;
             }
     }
     for (j = s1; j < t0; j++)       /* (none in the diagonal's tiles, where t0 = s0) */
         for (s = s0; s <= s1; s++) {
             uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)];
-            const double *s2 = _ckpt_sum(D, s, j, 0), *r2 = _ckpt_row(D, s, j, 0);
+            const double *s2 = _ckpt_sum(D, s, j, 0);
+            const _ckpt_drow *r2 = _ckpt_drow_of(D, s, j, 0);
             int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit), lo = (int64_t)(sw / d->unit);
             if (!_ckpt_dp_splits0(d, s)) continue;
             for (t = t0; t <= t1; t++)
                 if (own[_CKPT_IDX(d, s, t)] == 2 && sw + _ckpt_dp_g(d, t) <= d->budget)
-                    _ckpt_dense_split0(D, _ckpt_row(D, s, t, 0), t, j, fs[(s - s0) * (n + 1) + j],
+                    _ckpt_dense_split0(D, _ckpt_drow_of(D, s, t, 0)->p, t, j, fs[(s - s0) * (n + 1) + j],
                                        lo + (int64_t)(_ckpt_dp_g(d, t) / d->unit), x, s2, r2);
         }
     for (s = s1; s >= s0; s--) {
@@ -3967,7 +4077,8 @@ static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
         for (t = s > t0 ? s : t0; t <= t1; t++)
             for (q = 0; own[_CKPT_IDX(d, s, t)] && q < d->nfam; q++) {
                 int f = d->fam[q], no;
-                double *cur = _ckpt_row(D, s, t, f), *sum = _ckpt_sum(D, s, t, f);
+                _ckpt_drow *r = _ckpt_drow_of(D, s, t, f);
+                double *cur = r->p, *sum = _ckpt_sum(D, s, t, f);
                 if ((int64_t)(d->minp[f][_CKPT_IDX(d, s, t)] / d->unit) <= M) {
                     int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit);
                     no = _ckpt_dp_unsplit(d, s, t, f);
@@ -3977,16 +4088,18 @@ static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
                         if (sw > d->budget) break;      /* (it grows with j) */
                         if (j < s1 || j >= t0)          /* (the others ran above) */
                             _ckpt_dense_split0(D, cur, t, j, fs[(s - s0) * (n + 1) + j], (int64_t)(sw / d->unit), x,
-                                               _ckpt_sum(D, s, j, 0), _ckpt_row(D, s, j, 0));
+                                               _ckpt_sum(D, s, j, 0), _ckpt_drow_of(D, s, j, 0));
                     }
                 }
                 for (k = 0; k <= D->K + 1; k++) sum[k] = cur[k * _CKPT_SUM_STEP < M ? k * _CKPT_SUM_STEP : M];
+                _ckpt_drow_trim(r, M, D->pack);
             }
     }
+    if (D->pack) _ckpt_dense_pack(D, team, s0, s1, t0, t1);
 }
 
-/* Which sub-problem computes each row (own), in the fill's order, and what each tile waits for
-   (need). A sub-problem's options read only sub-problems (s',t') with s <= s' <= t' <= t, so
+/* Which sub-problem computes each row (own), in the fill's order, the most rows a tile computes
+   (scr_rows), and what each tile waits for (need). A sub-problem's options read only sub-problems (s',t') with s <= s' <= t' <= t, so
    tile (b, dd) reads within the tiles (b', dd') with b' >= b and b' + dd' <= b + dd: those below
    it, done once (b, dd - 1) and (b + 1, dd - 1) are, and itself. The exception is a >>repeats
    row computed in another tile (that precedes in the order): need is the last such tile. */
@@ -4000,13 +4113,15 @@ static ckpt_result _ckpt_dense_owners(_ckpt_dense *D) {
         for (b = 0; b + dd < nt; b++) {
             int s0 = b * T + 1, s1 = s0 + T - 1 < n ? s0 + T - 1 : n, t0 = (b + dd) * T + 1, t1 = t0 + T - 1 < n ? t0 + T - 1 : n;
             int32_t tile = _ckpt_tile_no(D, dd, b);
+            int64_t rows = 0;
             for (s = s1; s >= s0; s--)
                 for (t = s > t0 ? s : t0; t <= t1; t++) {
                     int32_t *o = &owner[d->rep.row[_CKPT_IDX(d, s, t)]];
                     D->own[_CKPT_IDX(d, s, t)] = (unsigned char)(*o ? 0 : 1 + ((int64_t)(d->minp[0][_CKPT_IDX(d, s, t)] / d->unit) <= D->M));
-                    if (!*o) *o = tile + 1;
+                    if (!*o) { *o = tile + 1; rows += d->nfam; }
                     v[_CKPT_IDX(d, s, t)] = *o - 1 != tile ? *o - 1 : -1;     /* a row from another tile */
                 }
+            if (rows > D->scr_rows) D->scr_rows = rows;
         }
     /* v(s,t) becomes the largest v(s',t') over s <= s' <= t' <= t */
     for (s = n; s >= 1; s--)
@@ -4039,9 +4154,14 @@ static void _ckpt_tile_fin(_ckpt_team *team, int i) {
 }
 
 /* Every tile, by the team: a tile starts once what it reads is done (_ckpt_dense_owners), so
-   every row is computed as it would be in order, from the same rows. */
+   every row is computed as it would be in order, from the same rows. Rows are >>packed where the
+   workers' scratch is at most 1/8 of the table (unless D->pack says). */
 static ckpt_result _ckpt_dense_fill(_ckpt_dense *D, _ckpt_team *team) {
     ckpt_result r = _ckpt_dense_owners(D);
+    size_t cells = (size_t)team->workers * (size_t)D->scr_rows * (size_t)(D->M + 1);
+    if (D->pack < 0) D->pack = (double)team->workers * (double)D->scr_rows * 8.0 <= (double)D->d->nfam * D->d->rep.n_rows;
+    if (r == CKPT_OK && D->pack && !(D->scr = (double *)_ckpt_malloc(D->d->al, cells * sizeof(double))))
+        r = CKPT_ERR_OUT_OF_HOST_MEMORY;
     if (r == CKPT_OK)
         _ckpt_team_run(team, D->nt * (D->nt + 1) / 2, _ckpt_dense_tile, _ckpt_tile_ready, _ckpt_tile_fin, D);
     return r;
@@ -4132,7 +4252,7 @@ static int _ckpt_dp_bounds(_ckpt_dp *d, double ub) {
 
 static int _ckpt_dense_emit(const _ckpt_dense *D, int s, int t, int f, int64_t m, _ckpt_sched *out) {
     _ckpt_dp *d = D->d;
-    double target = _ckpt_row(D, s, t, f)[m];
+    double target = _ckpt_cell(D, s, t, f, m);
     int i, no = _ckpt_dp_options(d, s, t, f);
     for (i = 0; i < no; i++)
         if (_ckpt_dense_at(D, &d->opts[i], m) == target) {
@@ -4227,11 +4347,10 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
             r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         else {
             int64_t m = 0;
-            const double *top;
+            const _ckpt_drow *top = _ckpt_drow_of(&D, 1, n, 0);
             r = _ckpt_dense_fill(&D, &team);
-            top = _ckpt_row(&D, 1, n, 0);
-            while (r == CKPT_OK && m < D.M && top[m] != top[D.M]) m++;   /* the smallest peak at the best time */
-            if (r == CKPT_OK && top[D.M] <= accept && !_ckpt_dense_emit(&D, 1, n, 0, m, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+            while (r == CKPT_OK && m < D.M && _ckpt_drow_at(top, m) != top->last) m++;   /* the smallest peak at the best time */
+            if (r == CKPT_OK && top->last <= accept && !_ckpt_dense_emit(&D, 1, n, 0, m, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
         _ckpt_dense_free(&D);
     } else if (r == CKPT_OK) {

@@ -521,9 +521,11 @@ static void repeats(void) {
     printf("test_planner_long: repeats: %d plans as fast as without sharing rows\n", cases);
 }
 
-/* The dense table cell by cell against every option's value (_ckpt_dense_at computes one). */
+/* The dense table cell by cell against every option's value (_ckpt_dense_at computes one); then
+   >>packed, cell by cell and summary by summary against it, in fewer doubles. */
 static void dense_exact(void) {
     int ci, cells = 0, bad = 0;
+    double kept = 0.0, full = 0.0;
     for (ci = 0; ci < (TEST_REDUCED ? 6 : 30); ci++) {
         int n = 3 + (int)(rnd() % 40), p = 1 + (int)(rnd() % 3), i, s, t, q, k, o;
         int level = (int)(rnd() % 3), with_rep = ci % 2;
@@ -532,7 +534,7 @@ static void dense_exact(void) {
         ckpt_plan_info sa;
         ckpt_plan *pl;
         _ckpt_dp d;
-        _ckpt_dense D;
+        _ckpt_dense D, P;
         _ckpt_team team;
         uint64_t budget;
         memset(block, 0, sizeof block);
@@ -556,36 +558,46 @@ static void dense_exact(void) {
         /* 1 to 3 workers (up to one per 16 stages or part of them) for the table */
         if (!_ckpt_team_init(&team, &d, 1 + ci % 3)) { CHECK(0, "team"); return; }
         _ckpt_dp_minpeak(&d);
-        if (!_ckpt_dense_alloc(&D, &d, team.workers)) { CHECK(0, "memory"); return; }
-        CHECK(_ckpt_dense_fill(&D, &team) == CKPT_OK, "fill");
+        if (!_ckpt_dense_alloc(&D, &d, team.workers) || !_ckpt_dense_alloc(&P, &d, team.workers)) { CHECK(0, "memory"); return; }
+        D.pack = 0; P.pack = 1;
+        CHECK(_ckpt_dense_fill(&D, &team) == CKPT_OK && _ckpt_dense_fill(&P, &team) == CKPT_OK, "fill");
         for (s = 1; s <= n; s++)
             for (t = s; t <= n; t++)
                 for (q = 0; q < d.nfam; q++) {
                     int f = d.fam[q], no = (int64_t)(d.minp[f][_CKPT_IDX(&d, s, t)] / d.unit) <= D.M ? _ckpt_dp_options(&d, s, t, f) : 0;
-                    const double *row = _ckpt_row(&D, s, t, f), *sum = _ckpt_sum(&D, s, t, f);
+                    const double *sum = _ckpt_sum(&D, s, t, f), *psum = _ckpt_sum(&P, s, t, f);
                     int64_t m;
                     for (m = 0; m <= D.M; m++) {
-                        double want = INFINITY;
+                        double want = INFINITY, cell = _ckpt_cell(&D, s, t, f, m), pcell = _ckpt_cell(&P, s, t, f, m);
                         for (i = 0; i < no; i++) {
                             double v = _ckpt_dense_at(&D, &d.opts[i], m);
                             if (v < want) want = v;
                         }
                         cells++;
-                        if (memcmp(&want, &row[m], sizeof want) != 0 && bad++ < 5)
+                        if (memcmp(&want, &cell, sizeof want) != 0 && bad++ < 5)
                             CHECK(0, "n %d level %d (%d,%d) family %d m %lld: table %.17g, options %.17g", n, level, s, t, f,
-                                  (long long)m, row[m], want);
+                                  (long long)m, cell, want);
+                        if (memcmp(&pcell, &cell, sizeof cell) != 0 && bad++ < 5)
+                            CHECK(0, "n %d level %d (%d,%d) family %d m %lld: packed %.17g, in place %.17g", n, level, s, t, f,
+                                  (long long)m, pcell, cell);
                     }
                     for (k = 0; k <= D.K + 1; k++)
-                        if (sum[k] != row[k * _CKPT_SUM_STEP < D.M ? k * _CKPT_SUM_STEP : D.M] && bad++ < 5)
+                        if ((sum[k] != _ckpt_cell(&D, s, t, f, k * _CKPT_SUM_STEP < D.M ? k * _CKPT_SUM_STEP : D.M) ||
+                             memcmp(&sum[k], &psum[k], sizeof sum[k]) != 0) && bad++ < 5)
                             CHECK(0, "n %d (%d,%d) family %d: summary %d", n, s, t, f, k);
                 }
+        kept += (double)P.used;
+        full += (double)d.nfam * d.rep.n_rows * (double)(D.M + 1);
         _ckpt_dense_free(&D);
+        _ckpt_dense_free(&P);
         _ckpt_team_free(&team);
         _ckpt_dp_free(&d);
         free(c);
     }
     CHECK(bad == 0, "%d cells of the dense table differ from their options' minimum", bad);
-    printf("test_planner_long: dense table: %d cells equal to their options' minimum\n", cells);
+    CHECK(kept < full, "packed: %.0f doubles of %.0f", kept, full);
+    printf("test_planner_long: dense table: %d cells equal to their options' minimum, and packed in %.0f doubles of "
+           "%.0f\n", cells, kept, full);
 }
 
 /* The heuristics' candidates: every-k over k = 1..n, greedy over its trajectory. */
@@ -634,11 +646,12 @@ static void heuristic_allocations(void) {
    bounded when ub is the optimum; the plan is the unbounded table's when ub is not below the
    optimum, and none when it is; the same for the sparse frontiers, which drop the points above
    the bound. */
-static void fill_table(_ckpt_dense *D, _ckpt_dp *d, _ckpt_team *team, double ub) {
+static void fill_table(_ckpt_dense *D, _ckpt_dp *d, _ckpt_team *team, double ub, int pack) {
     _ckpt_free(NULL, d->thr);
     d->thr = NULL;
     if (ub < INFINITY) CHECK(_ckpt_dp_bounds(d, ub), "bounds: memory");
     CHECK(_ckpt_dense_alloc(D, d, team->workers), "memory");
+    D->pack = pack;
     CHECK(_ckpt_dense_fill(D, team) == CKPT_OK, "fill");
 }
 static void bounded_table(void) {
@@ -666,36 +679,36 @@ static void bounded_table(void) {
         if (_ckpt_dp_setup(&d, NULL, c, n, budget, unit, 0, 0) != CKPT_OK) { CHECK(0, "setup"); _ckpt_dp_free(&d); free(c); continue; }
         _ckpt_dp_minpeak(&d);
         if (d.minp[0][_CKPT_IDX(&d, 1, n)] > budget || !_ckpt_team_init(&team, &d, 1 + ci % 2)) { _ckpt_dp_free(&d); free(c); continue; }
-        fill_table(&D0, &d, &team, INFINITY);
-        top = _ckpt_row(&D0, 1, n, 0)[D0.M];
+        fill_table(&D0, &d, &team, INFINITY, 0);
+        top = _ckpt_cell(&D0, 1, n, 0, D0.M);
         ubs[0] = top; ubs[1] = top * 1.03; ubs[2] = top * 1.5; ubs[3] = top * (1 - 1e-6);
         for (u = 0; u < 4; u++) {
             _ckpt_dense D1;
             _ckpt_sched a = {NULL, 0, 0}, b = {NULL, 0, 0};
             ckpt_result ra, rb;
             int pruned = 0, dense;
-            fill_table(&D1, &d, &team, ubs[u]);
+            fill_table(&D1, &d, &team, ubs[u], u % 2);     /* (>>packed, or in place) */
             for (s = 1; s <= n; s++)
                 for (t = s; t <= n; t++) {
-                    const double *r0 = _ckpt_row(&D0, s, t, 0), *r1 = _ckpt_row(&D1, s, t, 0);
                     double thr = d.thr[d.rep.row[_CKPT_IDX(&d, s, t)]], near = thr - 1e-12 * ubs[u];
                     int no = u == 0 && (int64_t)(d.minp[0][_CKPT_IDX(&d, s, t)] / d.unit) <= D1.M ? _ckpt_dp_options(&d, s, t, 0) : 0;
                     int64_t m;
                     for (m = 0; m <= D1.M; m++) {
+                        double r0 = _ckpt_cell(&D0, s, t, 0, m), r1 = _ckpt_cell(&D1, s, t, 0, m);
                         cells++;
-                        if (r1[m] >= near && r0[m] > r1[m]) pruned++;
-                        if (r1[m] != r0[m] && !(r1[m] >= near && r0[m] >= near) && bad++ < 5)
+                        if (r1 >= near && r0 > r1) pruned++;
+                        if (r1 != r0 && !(r1 >= near && r0 >= near) && bad++ < 5)
                             CHECK(0, "n %d ub %.17g (%d,%d) m %lld: bounded %.17g, unbounded %.17g, start %.17g", n, ubs[u], s, t,
-                                  (long long)m, r1[m], r0[m], thr);
-                        if (u == 0 && ((int64_t)(d.minp[0][_CKPT_IDX(&d, s, t)] / d.unit) <= D1.M || r1[m] != thr)) {
+                                  (long long)m, r1, r0, thr);
+                        if (u == 0 && ((int64_t)(d.minp[0][_CKPT_IDX(&d, s, t)] / d.unit) <= D1.M || r1 != thr)) {
                             double want = thr;    /* (a row whose smallest peak is above the table keeps its start) */
                             for (i = 0; i < no; i++) {
                                 double v = _ckpt_dense_at(&D1, &d.opts[i], m);
                                 if (v < want) want = v;
                             }
-                            if (memcmp(&want, &r1[m], sizeof want) != 0 && bad++ < 5)
+                            if (memcmp(&want, &r1, sizeof want) != 0 && bad++ < 5)
                                 CHECK(0, "n %d (%d,%d) m %lld: bounded %.17g, its start and options %.17g", n, s, t, (long long)m,
-                                      r1[m], want);
+                                      r1, want);
                         }
                     }
                 }
