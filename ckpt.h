@@ -87,7 +87,8 @@
    The library allocates host memory (chain, plans, schedules) through the allocator in the desc,
    else CKPT_MALLOC/CKPT_FREE, else malloc/free (from several threads at once when planning with
    ckpt_plan_desc.threads > 1: COST MODEL). The long-chain program's large tables (hundreds of MB
-   for hundreds of distinct stages) ask Linux for 2 MiB pages (madvise MADV_HUGEPAGE, >>hugepages):
+   for hundreds of distinct stages, of which the fill writes about half, >>packed: 188 MB peak
+   RSS for 400 at 500 units) ask Linux for 2 MiB pages (madvise MADV_HUGEPAGE, >>hugepages):
    a page fault per 2 MiB instead of per 4 KiB. They do when they come from malloc (no allocator
    in the desc, no CKPT_MALLOC), CKPT_NO_HUGEPAGES is not defined, and <sys/mman.h> declares
    MADV_HUGEPAGE, as glibc's does unless the file is strict ISO C (-std=c11 without
@@ -4278,8 +4279,8 @@ static uint64_t _ckpt_exact_unit(const ckpt_cost *c, int n) {
     return g ? g : 1;
 }
 
-/* Limits of the dense table: memory and work (400 distinct stages at 500 units fit: 0.75-1.17 s,
-   bench/RESULTS.md, 2026-11-28). */
+/* Limits of the dense table: memory (before >>packed) and work (400 distinct stages at 500 units
+   fit: 0.73-0.89 s, bench/RESULTS.md, 2026-11-28). */
 #define _CKPT_DENSE_MAX_BYTES ((uint64_t)384 << 20)
 #define _CKPT_DENSE_MAX_WORK 1.2e10
 
