@@ -3873,14 +3873,15 @@ static double _ckpt_drow_at(const _ckpt_drow *r, int64_t m) {
 static double _ckpt_cell(const _ckpt_dense *D, int s, int t, int f, int64_t m) {
     return _ckpt_drow_at(_ckpt_drow_of(D, s, t, f), m);
 }
-/* Its values at m..m+len-1 (len <= S): a pointer to them, or NULL and their one value in *k. */
+/* Its values at m..m+len-1 (len <= S): in place, or k, their one value, where they are outside
+   lo..hi. */
 static const double *_ckpt_drow_run(const _ckpt_drow *r, int64_t m, int64_t len, double *k) {
     if (m >= r->lo && m + len - 1 <= r->hi) return r->p + (m - r->lo);
     *k = m < r->lo ? r->start : r->last;
-    return NULL;
+    return k;
 }
 /* Once its row is computed in full at p (non-increasing, at most its start): its last value,
-   and if >>packed, lo and hi. */
+   and if >>packed, lo and hi, p then pointing at lo. */
 static void _ckpt_drow_trim(_ckpt_drow *r, int64_t M, int pack) {
     double *v = r->p;
     int64_t lo = 0, hi = M;
@@ -3908,39 +3909,31 @@ static int64_t _ckpt_sum_k(const _ckpt_dense *D, int64_t m) {
 #else
 #define _CKPT_RESTRICT
 #endif
-/* cur[i] = min(cur[i], (c + a[i]) + k), for a row that is constant on a run (>>packed). */
-static void _ckpt_min_sum_k(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRICT a, double k, double c, int64_t len) {
-    int64_t i = 0;
-    for (; i + 4 <= len; i += 4) {
-        double v0 = (c + a[i]) + k, v1 = (c + a[i + 1]) + k, v2 = (c + a[i + 2]) + k, v3 = (c + a[i + 3]) + k;
-        cur[i] = v0 < cur[i] ? v0 : cur[i];
-        cur[i + 1] = v1 < cur[i + 1] ? v1 : cur[i + 1];
-        cur[i + 2] = v2 < cur[i + 2] ? v2 : cur[i + 2];
-        cur[i + 3] = v3 < cur[i + 3] ? v3 : cur[i + 3];
-    }
-    for (; i < len; i++) {
-        double v = (c + a[i]) + k;
-        cur[i] = v < cur[i] ? v : cur[i];
-    }
-}
 /* cur[i] = min(cur[i], (c + a[i]) + b[i]): the inner loop of the table, unrolled for the
-   compiler. */
-static void _ckpt_min_sum(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRICT a, const double *_CKPT_RESTRICT b,
-                          double c, int64_t len) {
-    int64_t i = 0;
-    for (; i + 4 <= len; i += 4) {
-        double v0 = (c + a[i]) + b[i], v1 = (c + a[i + 1]) + b[i + 1];
-        double v2 = (c + a[i + 2]) + b[i + 2], v3 = (c + a[i + 3]) + b[i + 3];
-        cur[i] = v0 < cur[i] ? v0 : cur[i];
-        cur[i + 1] = v1 < cur[i + 1] ? v1 : cur[i + 1];
-        cur[i + 2] = v2 < cur[i + 2] ? v2 : cur[i + 2];
-        cur[i + 3] = v3 < cur[i + 3] ? v3 : cur[i + 3];
+   compiler. Where a row is one value on the run (>>packed), a[i] is a[ia i] with ia = 0 (b
+   likewise), so that every value is this expression (with FLT_EVAL_METHOD 2, a sum computed
+   apart would be rounded apart). */
+#define _CKPT_MIN_SUM(name, ia, ib)                                                                                  \
+    static void name(double *_CKPT_RESTRICT cur, const double *_CKPT_RESTRICT a, const double *_CKPT_RESTRICT b,      \
+                     double c, int64_t len) {                                                                        \
+        int64_t i = 0;                                                                                               \
+        for (; i + 4 <= len; i += 4) {                                                                               \
+            double v0 = (c + a[ia * i]) + b[ib * i], v1 = (c + a[ia * (i + 1)]) + b[ib * (i + 1)];                  \
+            double v2 = (c + a[ia * (i + 2)]) + b[ib * (i + 2)], v3 = (c + a[ia * (i + 3)]) + b[ib * (i + 3)];      \
+            cur[i] = v0 < cur[i] ? v0 : cur[i];                                                                      \
+            cur[i + 1] = v1 < cur[i + 1] ? v1 : cur[i + 1];                                                          \
+            cur[i + 2] = v2 < cur[i + 2] ? v2 : cur[i + 2];                                                          \
+            cur[i + 3] = v3 < cur[i + 3] ? v3 : cur[i + 3];                                                          \
+        }                                                                                                            \
+        for (; i < len; i++) {                                                                                       \
+            double v = (c + a[ia * i]) + b[ib * i];                                                                  \
+            cur[i] = v < cur[i] ? v : cur[i];                                                                        \
+        }                                                                                                            \
     }
-    for (; i < len; i++) {
-        double v = (c + a[i]) + b[i];
-        cur[i] = v < cur[i] ? v : cur[i];
-    }
-}
+_CKPT_MIN_SUM(_ckpt_min_sum, 1, 1)
+_CKPT_MIN_SUM(_ckpt_min_sum_ak, 1, 0)
+_CKPT_MIN_SUM(_ckpt_min_sum_ka, 0, 1)
+_CKPT_MIN_SUM(_ckpt_min_sum_kk, 0, 0)
 
 /* An option's value at m units, (c + row1[m - o1]) + row2[m - o2] (a missing row counts 0);
    INFINITY below its floor. */
@@ -3957,13 +3950,13 @@ static double _ckpt_dense_at(const _ckpt_dense *D, const _ckpt_opt *o, int64_t m
    lb(m) = (c + summary 1 at m - o1) + summary 2 at m - o2 (floating-point sums are monotone),
    and cur and the rows are non-increasing in m: nothing changes from the first run that starts
    where cur is at most lb(M), nor on a run of m from m0 to m1 where lb(m1) >= cur[m0], nor at all
-   when cur[lo] is at most the sum of the rows' last values. The rows are read only on the other
+   when cur[lo] is at most (c + row 1's last value) + row 2's. The rows are read only on the other
    runs, so cur ends as it would if every value were computed. */
 static void _ckpt_dense_run(const _ckpt_dense *D, double *cur, double c, int64_t lo, int64_t o1, int64_t o2,
                             const double *s1, const _ckpt_drow *r1, const double *s2, const _ckpt_drow *r2) {
     int64_t M = D->M, a, e;
     const double *b1, *b2;
-    double best;
+    double best, k1, k2;    /* a row's one value on a run outside its lo..hi */
     if (lo < o1) lo = o1;
     if (lo < o2) lo = o2;
     if (lo > M || (c + r1->last) + r2->last >= cur[lo]) return;
@@ -3978,12 +3971,11 @@ static void _ckpt_dense_run(const _ckpt_dense *D, double *cur, double c, int64_t
     for (a = lo; a <= M && cur[a] > best; a = e, e += _CKPT_SUM_STEP, b1++, b2++)
         if ((c + *b1) + *b2 < cur[a]) {
             int64_t len = (e <= M ? e : M + 1) - a;
-            double k1 = 0.0, k2 = 0.0;     /* a row's one value on the run; (x + k1) + 0.0 is x + k1 */
             const double *x1 = _ckpt_drow_run(r1, a - o1, len, &k1), *x2 = _ckpt_drow_run(r2, a - o2, len, &k2);
-            if (x1 && x2)
-                _ckpt_min_sum(cur + a, x1, x2, c, len);
-            else
-                _ckpt_min_sum_k(cur + a, x1 ? x1 : x2 ? x2 : D->zeros, x2 ? 0.0 : k2, x1 ? c : c + k1, len);
+            if (x1 != &k1 && x2 != &k2) _ckpt_min_sum(cur + a, x1, x2, c, len);
+            else if (x1 != &k1) _ckpt_min_sum_ak(cur + a, x1, x2, c, len);
+            else if (x2 != &k2) _ckpt_min_sum_ka(cur + a, x1, x2, c, len);
+            else _ckpt_min_sum_kk(cur + a, x1, x2, c, len);
         }
 }
 
@@ -4100,10 +4092,11 @@ static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
 }
 
 /* Which sub-problem computes each row (own), in the fill's order, the most rows a tile computes
-   (scr_rows), and what each tile waits for (need). A sub-problem's options read only sub-problems (s',t') with s <= s' <= t' <= t, so
-   tile (b, dd) reads within the tiles (b', dd') with b' >= b and b' + dd' <= b + dd: those below
-   it, done once (b, dd - 1) and (b + 1, dd - 1) are, and itself. The exception is a >>repeats
-   row computed in another tile (that precedes in the order): need is the last such tile. */
+   (scr_rows), and what each tile waits for (need). A sub-problem's options read only
+   sub-problems (s',t') with s <= s' <= t' <= t, so tile (b, dd) reads within the tiles (b', dd')
+   with b' >= b and b' + dd' <= b + dd: those below it, done once (b, dd - 1) and (b + 1, dd - 1)
+   are, and itself. The exception is a >>repeats row computed in another tile (that precedes in
+   the order): need is the last such tile. */
 static ckpt_result _ckpt_dense_owners(_ckpt_dense *D) {
     _ckpt_dp *d = D->d;
     int n = d->n, T = _CKPT_TILE, nt = D->nt, dd, b, s, t;
@@ -4156,7 +4149,7 @@ static void _ckpt_tile_fin(_ckpt_team *team, int i) {
 
 /* Every tile, by the team: a tile starts once what it reads is done (_ckpt_dense_owners), so
    every row is computed as it would be in order, from the same rows. Rows are >>packed where the
-   workers' scratch is at most 1/8 of the table (unless D->pack says). */
+   workers' scratch is at most 1/8 of the table (unless D->pack says). Once per _ckpt_dense_alloc. */
 static ckpt_result _ckpt_dense_fill(_ckpt_dense *D, _ckpt_team *team) {
     ckpt_result r = _ckpt_dense_owners(D);
     size_t cells = (size_t)team->workers * (size_t)D->scr_rows * (size_t)(D->M + 1);

@@ -16,7 +16,8 @@
      distinct (a forward time changed in its last bits), where nothing is shared;
    - the dense table, which skips the values its row summaries prove cannot win, holds in every
      cell exactly the minimum over the sub-problem's options of their values (each computed), on
-     chains with and without repeats, flags and tape options, at every level;
+     chains with and without repeats, flags and tape options, at every level; >>packed, it holds
+     the same bits in fewer cells (with times that sum exactly, and times that round);
    - bounded by an incumbent's time (>>bound), the dense table holds in every cell the minimum of
      its row's start value and its options' values, differs from the unbounded table only near
      or above that start value, and gives the unbounded table's plan, or none when the incumbent
@@ -528,7 +529,7 @@ static void dense_exact(void) {
     double kept = 0.0, full = 0.0;
     for (ci = 0; ci < (TEST_REDUCED ? 6 : 30); ci++) {
         int n = 3 + (int)(rnd() % 40), p = 1 + (int)(rnd() % 3), i, s, t, q, k, o;
-        int level = (int)(rnd() % 3), with_rep = ci % 2;
+        int level = (int)(rnd() % 3), with_rep = ci % 2, okd, okp;
         ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c);
         ckpt_cost block[3];
         ckpt_plan_info sa;
@@ -540,6 +541,12 @@ static void dense_exact(void) {
         memset(block, 0, sizeof block);
         random_chain(c, n, 512);
         random_chain(block, p, 512);
+        if (ci % 4 >= 2)    /* times that round, so that sums depend on the order of their terms */
+            for (i = 0; i < n + p; i++) {
+                ckpt_cost *x = i < n ? &c[i] : &block[i - n];
+                x->f = x->f * 0.3 / 7.0 + 1e-3 / (double)(i + 1);
+                x->b = x->b * 0.1 + 0.3 * (double)(i % 5) / 7.0;   /* (no draw: later tests keep theirs) */
+            }
         for (i = 1; with_rep && i < n - 1; i++) c[i] = block[(i - 1) % p];
         for (i = 0; i < n; i++)
             if (ci % 3 == 0 && rnd() % 2) {   /* tape options */
@@ -558,7 +565,13 @@ static void dense_exact(void) {
         /* 1 to 3 workers (up to one per 16 stages or part of them) for the table */
         if (!_ckpt_team_init(&team, &d, 1 + ci % 3)) { CHECK(0, "team"); return; }
         _ckpt_dp_minpeak(&d);
-        if (!_ckpt_dense_alloc(&D, &d, team.workers) || !_ckpt_dense_alloc(&P, &d, team.workers)) { CHECK(0, "memory"); return; }
+        okd = _ckpt_dense_alloc(&D, &d, team.workers);
+        okp = _ckpt_dense_alloc(&P, &d, team.workers);
+        if (!okd || !okp) {
+            CHECK(0, "memory");
+            _ckpt_dense_free(&D); _ckpt_dense_free(&P); _ckpt_team_free(&team); _ckpt_dp_free(&d); free(c);
+            return;
+        }
         D.pack = 0; P.pack = 1;
         CHECK(_ckpt_dense_fill(&D, &team) == CKPT_OK && _ckpt_dense_fill(&P, &team) == CKPT_OK, "fill");
         for (s = 1; s <= n; s++)
@@ -687,7 +700,7 @@ static void bounded_table(void) {
             _ckpt_sched a = {NULL, 0, 0}, b = {NULL, 0, 0};
             ckpt_result ra, rb;
             int pruned = 0, dense;
-            fill_table(&D1, &d, &team, ubs[u], u % 2);     /* (>>packed, or in place) */
+            fill_table(&D1, &d, &team, ubs[u], u % 2 == 0);     /* (>>packed, or in place) */
             for (s = 1; s <= n; s++)
                 for (t = s; t <= n; t++) {
                     double thr = d.thr[d.rep.row[_CKPT_IDX(&d, s, t)]], near = thr - 1e-12 * ubs[u];
