@@ -3523,8 +3523,9 @@ static const _ckpt_fp _ckpt_fp_zero = {0.0, 0};
    running frontier and than bound (>>bound; INFINITY: none). At a point that is not, the walk
    tries to skip to U, the frontier's _CKPT_MERGE_SKIP-th next breakpoint: the staircase and the
    frontier only fall, so if the staircase just below U is no faster than the frontier here, no
-   point below U is faster than the frontier there. work counts the points evaluated and the breakpoints skipped (a peak
-   where both sub-problems step counts twice, where the walk evaluated it once). */
+   point below U is faster than the frontier there. work counts the points evaluated and the
+   breakpoints skipped (a peak where both sub-problems step counts twice, where the walk evaluated
+   it once). */
 #define _CKPT_MERGE_SKIP 8
 /* The peak of f's breakpoint after i, shifted by x (UINT64_MAX: none). */
 static uint64_t _ckpt_fp_next(const _ckpt_fp *f, int64_t i, int64_t n, uint64_t x) {
