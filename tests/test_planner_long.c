@@ -26,14 +26,23 @@
    - every-k's search for its best k and greedy's trajectory, which analyse one schedule per
      candidate, reuse one block for those analyses: fewer than 8 host allocations per stage
      (one analysis in its own allocations makes 18); the plans replay, and are the ones planned with
-     the default allocator. */
+     the default allocator.
+   CMake also builds it with gcc's -mfpmath=387 on x86 (test_planner_long_x87, CKPT_TEST_X87):
+   x87 maths keeps sums in registers at more than double's precision (FLT_EVAL_METHOD 2, as
+   32-bit x86 builds do), where a value the program computes two ways rounds two ways unless
+   both are the same expression. */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(CKPT_TEST_X87) && FLT_EVAL_METHOD != 2
+#error "CKPT_TEST_X87: this build does not evaluate in x87 precision (FLT_EVAL_METHOD is not 2)"
+#endif
 
 #define TEST_XORSHIFT64_SEED 0x1234567887654321ull
 #include "test_util.h"
