@@ -26,7 +26,11 @@
                   and time; the directory must exist.
      --units N    plan only with max_units = N (default: 500, 4096 and 0; "small": 0).
      --threads N  ckpt_plan_desc.threads (default 1: the calling thread alone, as rotor runs).
-   Usage: plan_bench [--csv DIR] [--units N] [--threads N] [reps] [max_stages] [small|hetero|repeat|short] */
+     --chains K   plan K chains of each kind and size (default 1): the first is the one above,
+                  the others (named <chain>.2 .. <chain>.K) are drawn the same way from a
+                  generator seeded by their size and number, so the first stays the same.
+   Usage: plan_bench [--csv DIR] [--units N] [--threads N] [--chains K] [reps] [max_stages]
+                     [small|hetero|repeat|short] */
 #define _DEFAULT_SOURCE     /* clock_gettime; madvise: the tables in 2 MiB pages (>>hugepages in ckpt.h) */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -53,6 +57,7 @@ static double cpu_now(void) {
    bench/rotor_plan_bench.py on these chains (bench/RESULTS.md, 2026-11-24); not measured here */
 static const char *rotor_ms(const char *kind, int n) {
     if (!strcmp(kind, "hetero")) return n == 100 ? "986" : n == 200 ? "4523" : n == 400 ? "28691" : "-";
+    if (strcmp(kind, "repeat")) return "-";     /* --chains: not timed with rotor */
     return n == 100 ? "983" : n == 200 ? "4636" : n == 400 ? "25976" : "-";
 }
 static int cmp_d(const void *a, const void *b) {
@@ -83,7 +88,7 @@ static void run(const char *kind, const ckpt_cost *c, int n, uint64_t budget, ui
     }
     qsort(t, (size_t)reps, sizeof t[0], cmp_d);
     qsort(u, (size_t)reps, sizeof u[0], cmp_d);
-    printf("%-7s %-7d %-10u %-9.1f %-9.1f %-8d %-10s %-10llu %-10llu %-9.4f %-11.4f %s\n", kind, n, max_units,
+    printf("%-9s %-7d %-10u %-9.1f %-9.1f %-8d %-10s %-10llu %-10llu %-9.4f %-11.4f %s\n", kind, n, max_units,
            t[reps / 2] * 1e3, u[reps / 2] * 1e3, threads, max_units == 500 ? rotor_ms(kind, n) : "-",
            (unsigned long long)info.unit, (unsigned long long)(budget / info.unit), info.time / info.store_all_time,
            (double)info.peak / (double)budget, info.guarantee == CKPT_GUARANTEE_ALL_SCHEDULES ? "all schedules" : "persistent");
@@ -91,7 +96,7 @@ static void run(const char *kind, const ckpt_cost *c, int n, uint64_t budget, ui
 }
 
 static void print_header(void) {
-    printf("%-7s %-7s %-10s %-9s %-9s %-8s %-10s %-10s %-10s %-9s %-11s %s\n", "chain", "stages", "max_units", "wall_ms",
+    printf("%-9s %-7s %-10s %-9s %-9s %-8s %-10s %-10s %-10s %-9s %-11s %s\n", "chain", "stages", "max_units", "wall_ms",
            "cpu_ms", "threads", "rotor_ms", "unit", "units", "time/sa", "peak/budget", "guarantee");
 }
 
@@ -149,10 +154,15 @@ int main(int argc, char **argv) {
     static const uint32_t units[] = {500, 4096, 0};
     const char *csv_dir = NULL;
     long only_units = -1;
-    int reps, max_n, si, ui, kind, small;
+    int reps, max_n, si, ui, kind, small, chains = 1, ci;
     const char *only;
-    while (argc > 2 && (!strcmp(argv[1], "--csv") || !strcmp(argv[1], "--units") || !strcmp(argv[1], "--threads"))) {
+    while (argc > 2 && (!strcmp(argv[1], "--csv") || !strcmp(argv[1], "--units") || !strcmp(argv[1], "--threads") ||
+                        !strcmp(argv[1], "--chains"))) {
         if (!strcmp(argv[1], "--csv")) csv_dir = argv[2];
+        else if (!strcmp(argv[1], "--chains")) {
+            chains = atoi(argv[2]);
+            if (chains < 1) { fprintf(stderr, "plan_bench: --chains must be 1 or more\n"); return 2; }
+        }
         else if (!strcmp(argv[1], "--threads")) {
             threads = atoi(argv[2]);
             if (threads < 0) { fprintf(stderr, "plan_bench: --threads must be 0 or more\n"); return 2; }
@@ -171,26 +181,31 @@ int main(int argc, char **argv) {
     for (kind = 0; kind < 2; kind++) {
         const char *name = kind ? "repeat" : "hetero";
         if (small ? kind : *only && strcmp(only, name)) continue;
-        for (si = 0; si < 4 && sizes[si] <= max_n; si++) {
+        for (si = 0; si < 4 && sizes[si] <= max_n; si++) for (ci = 1; ci <= chains; ci++) {
             int n = sizes[si], i;
             ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c), block[4];
             ckpt_plan *p;
             ckpt_plan_desc pd = {0};
             ckpt_plan_info info;
+            uint64_t saved = s;
+            char cname[32];
             if (!c) return 1;
+            snprintf(cname, sizeof cname, ci == 1 ? "%s" : "%s.%d", name, ci);
+            if (ci > 1) { s = 0x9e3779b97f4a7c15ull * (uint64_t)(n * 64 + ci); rnd(); }
             memset(block, 0, sizeof block);
             for (i = 0; i < 4; i++) random_stage(&block[i], 0);
             for (i = 0; i < n; i++) {
                 if (!kind || i == 0 || i == n - 1) random_stage(&c[i], small);
                 else c[i] = block[(i - 1) % 4];
             }
+            if (ci > 1) s = saved;      /* (the first chains draw from s as they always did) */
             pd.policy = CKPT_POLICY_STORE_ALL;
             if (ckpt_plan_create(c, n, &pd, &p, &info) != CKPT_OK) return 1;
             ckpt_plan_destroy(p);
-            if (csv_dir && !write_csv(csv_dir, name, c, n, info.store_all_peak / 3, &info)) return 1;
-            if (only_units >= 0) run(name, c, n, info.store_all_peak / 3, (uint32_t)only_units, reps);
+            if (csv_dir && !write_csv(csv_dir, cname, c, n, info.store_all_peak / 3, &info)) return 1;
+            if (only_units >= 0) run(cname, c, n, info.store_all_peak / 3, (uint32_t)only_units, reps);
             else
-                for (ui = small ? 2 : 0; ui < 3; ui++) run(name, c, n, info.store_all_peak / 3, units[ui], reps);
+                for (ui = small ? 2 : 0; ui < 3; ui++) run(cname, c, n, info.store_all_peak / 3, units[ui], reps);
             free(c);
         }
     }
