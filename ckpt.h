@@ -4911,12 +4911,13 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
     _ckpt_sched keep = {NULL, 0, 0};
     uint64_t b = budget, hb = off ? off->host_budget : 0, m = 0, pool = 0, jump = 0;
     int iter, floor = 0, have = 0, walk = 0;
+    int opt = policy == CKPT_POLICY_OPTIMAL || (policy == CKPT_POLICY_OFFLOAD && !off);   /* (no link: optimal) */
     ckpt_result r;
     for (iter = 0;; iter++) {
         ckpt_plan_info ti = base;
         _ckpt_off o;
         if (off) { o = *off; o.host_budget = hb; }
-        r = _ckpt_plan_policy(al, c, n, policy, k, max_units, threads, b, policy == CKPT_POLICY_OPTIMAL ? m : 0,
+        r = _ckpt_plan_policy(al, c, n, policy, k, max_units, threads, b, opt ? m : 0,
                               off ? &o : NULL, s, &ti);
         if (iter == 0) m = ti.min_budget;
         if (r == CKPT_ERR_INFEASIBLE && floor == 1 && ti.min_budget > b) {
@@ -4957,7 +4958,7 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
         } else {
             uint64_t p = b < ti.peak ? b : ti.peak, d = ti.arena - budget;
             b = p > d ? p - d : 0;
-            if (policy == CKPT_POLICY_OPTIMAL && !off && !walk && d > 1 && p - 1 >= m) { jump = b; b = p - 1; walk = 1; }
+            if (opt && !walk && d > 1 && p - 1 >= m) { jump = b; b = p - 1; walk = 1; }
         }
         if (b >= m && iter < 16 + (walk != 0)) continue;
     to_floor:
