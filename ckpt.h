@@ -149,15 +149,18 @@
    the excess (optimal without offload: a byte below the plan's peak first), down to its
    smallest peak, until the arena fits: info.fit_budget is the budget it finally planned for,
    and its guarantee holds there. min_budget is a budget from which every larger one plans: the
-   smallest peak, or the arena of that plan when it needs more. In the second case a smaller
-   budget may still plan, where a plan of larger peak has a smaller arena.
+   smallest peak, or the arena of a plan at that peak when it needs more. Beyond the exact search
+   that plan keeps each sub-problem at its own smallest peak (>>floor), not the fastest plan at
+   that peak, which takes far longer to find; where its arena is the smaller of the two and only
+   it fits, it is the plan returned, with guarantee CKPT_GUARANTEE_NONE. A budget below
+   min_budget may still plan, where a plan of larger peak has a smaller arena.
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
    Planning threads: with ckpt_plan_desc.threads > 1 the long-chain program (chains beyond the
    exact search) runs on that many threads, the caller among them, at most one per 16 stages or
    part of them (2 for 17 to 32 stages); they start within each planning call and end before it
-   returns. The plan and its info are the same for every count. Its sparse frontiers (min_budget's
-   plan, and any plan whose dense table would not fit) then allocate host memory from those
+   returns. The plan and its info are the same for every count. Its sparse frontiers (the fastest
+   plan at the smallest peak, and any plan whose dense table would not fit) then allocate host memory from those
    threads, so the allocator must be thread-safe (malloc is). Without POSIX threads, or with
    CKPT_NO_THREADS, the caller plans alone.
 
@@ -225,10 +228,10 @@
    then moved as early as the budgets allow; the fastest wins (ties: the smaller device peak). It
    is never predicted slower than optimal at the same budget: that plan is one of the
    candidates, and when the arena rule of COST MODEL lowers the budget, optimal's own fitted plan
-   is taken if faster. On some chains it also plans below optimal's min_budget. It is a
-   heuristic: no optimality guarantee. Its min_budget is optimal's (with the arena rule of COST
-   MODEL), or the budget when it planned below that: an upper bound of the offload policy's true
-   minimum. With microbatches, each of the k lanes has its own pool and the planner gives each a
+   is taken if faster, or when the offload policy finds no plan that fits. On some chains it also
+   plans below optimal's min_budget. It is a heuristic: no optimality guarantee. Its min_budget
+   is optimal's (with the arena rule of COST MODEL), or the budget when it planned below that: an
+   upper bound of the offload policy's true minimum. With microbatches, each of the k lanes has its own pool and the planner gives each a
    k-th of host_budget (rounded down to CKPT_ALIGN).
 
    PARAMETER STREAMING AND MICROBATCHES
@@ -1037,7 +1040,8 @@ typedef struct ckpt_op {
 } ckpt_op;
 
 typedef enum ckpt_guarantee {
-    CKPT_GUARANTEE_NONE = 0,          /* a heuristic policy */
+    CKPT_GUARANTEE_NONE = 0,          /* a heuristic policy, or optimal's plan at its
+                                         min_budget where only that plan fits (COST MODEL) */
     CKPT_GUARANTEE_ALL_SCHEDULES = 1, /* optimal over every schedule of the cost model */
     CKPT_GUARANTEE_PERSISTENT = 2     /* optimal over the long-chain program's class, with sizes
                                          rounded up to `unit`: persistent schedules (checkpoints
@@ -1074,8 +1078,8 @@ typedef struct ckpt_plan_info {
                                of the plan for budget did not fit in it (COST MODEL); the
                                policy's guarantee holds at this budget */
     uint64_t min_budget;    /* a budget from which every larger one plans: the policy's smallest
-                               peak, or that plan's arena when it needs more (COST MODEL); on
-                               success at most budget */
+                               peak, or the arena of a plan at that peak when it needs more
+                               (COST MODEL); on success at most budget */
     double store_all_time;  /* for reference */
     uint64_t store_all_peak;
     int k;                  /* every-k: the k used */
@@ -4393,7 +4397,7 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
    always exact for the program's options: their smallest peak, computed in the largest unit that
    divides every size. The plan runs in that unit, or in ceil(budget / max_units) when the caller
    asks for a coarser one, capped so that rounded sizes cannot overflow; if a coarse unit finds
-   nothing, the exact unit runs. At the smallest peak (min_budget's plan) only the exact unit runs
+   nothing, the exact unit runs. At the smallest peak (the fastest plan there) only the exact unit runs
    (rounded sizes cannot do better there), and the sparse frontiers first: few of their points fit
    there, while the dense table holds every unit (bench/RESULTS.md: 50 stages of a repeated block,
    174 ms and 287 MB peak RSS against 19 ms and 4.6 MB). Elsewhere the dense table when it fits;
@@ -4446,6 +4450,34 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
         r = _ckpt_persistent_unit(al, c, n, budget, g, level, 0, 0, threads, ub, out, unit_out, &d);
     _ckpt_dp_free(&d);
     return r == CKPT_ERR_INFEASIBLE ? CKPT_ERR_TOO_COMPLEX : r;
+}
+
+/* >>floor: a plan at the program's smallest peak, each sub-problem at its own smallest peak by
+   the first option that reaches it. It needs only the smallest peaks, where the fastest plan at
+   that peak needs the sparse frontiers in the exact unit (at 400 stages, 20-385 ms): its arena
+   names min_budget unless it needs more than the peak (>>fit). */
+static int _ckpt_floor_emit(_ckpt_dp *d, int s, int t, int f, _ckpt_sched *out) {
+    uint64_t v = d->minp[f][_CKPT_IDX(d, s, t)];
+    int i, no = _ckpt_dp_options(d, s, t, f);
+    for (i = 0; i < no; i++)
+        if (_ckpt_dp_opt_minp(d, &d->opts[i]) == v) {
+            _ckpt_opt o = d->opts[i];   /* the recursion below reuses d->opts */
+            return _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 1) && (!o.s1 || _ckpt_floor_emit(d, o.s1, o.t1, o.f1, out)) &&
+                   (!o.s2 || _ckpt_floor_emit(d, o.s2, o.t2, o.f2, out)) && _ckpt_opt_ops(d->al, out, &o, s, _ckpt_fk(f), 0);
+        }
+    CKPT_ASSERT(0);
+    return 0;
+}
+static ckpt_result _ckpt_persistent_floor(const ckpt_allocator *al, const ckpt_cost *c, int n, _ckpt_sched *out) {
+    _ckpt_dp d;
+    ckpt_result r = _ckpt_dp_setup(&d, al, c, n, UINT64_MAX, _ckpt_exact_unit(c, n), _ckpt_dp_level(n), 0);
+    out->n_ops = 0;
+    if (r == CKPT_OK) {
+        _ckpt_dp_minpeak(&d);
+        if (!_ckpt_floor_emit(&d, 1, n, 0, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+    }
+    _ckpt_dp_free(&d);
+    return r;
 }
 
 /* >>planner: policies dispatched (the plan object, the helpers optimal and every-k share) ------- */
@@ -4902,16 +4934,21 @@ static ckpt_result _ckpt_plan_measure(const ckpt_allocator *al, const ckpt_cost 
    goes on from the excess as it would have: in exact units, never to a slower plan. The last
    try, the floor, is the plan at the policy's minimum m with no pinned pool; every budget from
    max(m, its arena) up plans (the descent ends at the floor at the latest), so that is
-   min_budget, or the budget itself when smaller and planned. */
+   min_budget, or the budget itself when smaller and planned. For optimal beyond the exact
+   search, the floor is >>floor's plan, and the fastest plan at m runs only when no plan was
+   found above (it is returned if it fits). */
 static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy, int k,
                                   uint32_t max_units, int threads, uint64_t budget, const _ckpt_off *off, _ckpt_sched *s,
                                   ckpt_plan_info *info) {
     const ckpt_plan_info base = *info;
     ckpt_plan_info found = base;
     _ckpt_sched keep = {NULL, 0, 0};
-    uint64_t b = budget, hb = off ? off->host_budget : 0, m = 0, pool = 0, jump = 0;
+    _ckpt_sched ls = {NULL, 0, 0};     /* >>floor's plan, of info li and min_budget lw */
+    ckpt_plan_info li = base;
+    uint64_t b = budget, hb = off ? off->host_budget : 0, m = 0, pool = 0, jump = 0, lw = UINT64_MAX;
     int iter, floor = 0, have = 0, walk = 0;
     int opt = policy == CKPT_POLICY_OPTIMAL || (policy == CKPT_POLICY_OFFLOAD && !off);   /* (no link: optimal) */
+    int lex = opt && _ckpt_xs_size(c, n) <= 0 && n <= CKPT_CUBIC_MAX_STAGES;
     ckpt_result r;
     for (iter = 0;; iter++) {
         ckpt_plan_info ti = base;
@@ -4932,10 +4969,13 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
             break;
         }
         if (floor) {
-            uint64_t w = ti.arena > b ? ti.arena : b;
+            uint64_t w = lex ? lw : ti.arena > b ? ti.arena : b;
             if (!have && ti.arena <= budget) {
                 _ckpt_sched tmp = keep; keep = *s; *s = tmp;
                 found = ti; have = 1; found.fit_budget = b;
+            } else if (!have && lw <= budget) {     /* only >>floor's plan fits */
+                _ckpt_sched tmp = keep; keep = ls; ls = tmp;
+                found = li; have = 1; found.fit_budget = b;
             }
             if (have) { *info = found; info->min_budget = w < budget ? w : budget; }
             else {      /* what the policy says of itself, without a plan's figures */
@@ -4963,29 +5003,54 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
         if (b >= m && iter < 16 + (walk != 0)) continue;
     to_floor:
         b = m; hb = off ? 1 : 0; floor = 1;
+        if (!lex) continue;
+        /* >>floor: its plan names min_budget; the fastest plan at m runs only where it could be
+           the plan returned (preferred to the floor's) */
+        li = base;
+        r = _ckpt_persistent_floor(al, c, n, &ls);
+        if (r == CKPT_OK) r = _ckpt_plan_measure(al, c, n, &ls, NULL, &li, &pool);
+        if (r != CKPT_OK) {
+            if (have && r != CKPT_ERR_OUT_OF_HOST_MEMORY) { *info = found; info->min_budget = m; r = CKPT_OK; }
+            else if (!have) { *info = base; info->min_budget = m; }
+            break;
+        }
+        li.unit = _ckpt_exact_unit(c, n); li.guarantee = CKPT_GUARANTEE_NONE; li.min_budget = m;
+        lw = li.arena > m ? li.arena : m;
+        if (have || budget < m) {
+            if (have) { *info = found; info->min_budget = lw < budget ? lw : budget; }
+            else {
+                *info = base; info->unit = li.unit; info->guarantee = CKPT_GUARANTEE_PERSISTENT;
+                info->min_budget = lw; r = CKPT_ERR_INFEASIBLE;
+            }
+            break;
+        }
     }
     if (have) { _ckpt_sched tmp = keep; keep = *s; *s = tmp; }     /* the plan found goes to *s */
-    _ckpt_free(al, keep.ops);
+    _ckpt_free(al, keep.ops); _ckpt_free(al, ls.ops);
     return r;
 }
 
-/* The offload policy's plan after its fit lowered the budget (pre: the figures before it)
-   against optimal's fitted plan, which is kept when faster: the offload policy's descent can end
-   below a budget where optimal's plan fits. (Without a descent, optimal's plan at the budget was
-   one of its candidates.) min_budget is the smaller of the two. */
+/* The offload policy's plan after its fit lowered the budget, or found none (ro, its result; pre:
+   the figures before it), against optimal's fitted plan, which is kept when faster: the offload
+   policy's descent can end below a budget where optimal's plan fits, and optimal's >>floor plan
+   can fit where the offload policy's floor does not. (Without a descent, optimal's plan at the
+   budget was one of its candidates.) min_budget is the smaller of the two. */
 static ckpt_result _ckpt_fit_offload_vs_optimal(const ckpt_allocator *al, const ckpt_cost *c, int n,
                                                 uint32_t max_units, int threads, const ckpt_plan_info *pre,
-                                                _ckpt_sched *s, ckpt_plan_info *info) {
+                                                ckpt_result ro, _ckpt_sched *s, ckpt_plan_info *info) {
     ckpt_plan_info oi = *pre;
     _ckpt_sched os = {NULL, 0, 0};
     ckpt_result r = _ckpt_plan_fit(al, c, n, CKPT_POLICY_OPTIMAL, 0, max_units, threads, pre->budget, NULL, &os, &oi);
-    if (r == CKPT_OK && oi.time < info->time) {
-        uint64_t mb = info->min_budget < oi.min_budget ? info->min_budget : oi.min_budget;
+    uint64_t mb = info->min_budget < oi.min_budget ? info->min_budget : oi.min_budget;
+    if (r == CKPT_OK && (ro != CKPT_OK || oi.time < info->time)) {
         _ckpt_sched tmp = *s; *s = os; os = tmp;
         *info = oi;
         info->guarantee = CKPT_GUARANTEE_NONE; info->min_budget = mb;
-    }
+        ro = CKPT_OK;
+    } else if (ro == CKPT_ERR_INFEASIBLE && r == CKPT_ERR_INFEASIBLE)
+        info->min_budget = mb;
     _ckpt_free(al, os.ops);
+    if (ro != CKPT_OK) return r == CKPT_ERR_OUT_OF_HOST_MEMORY ? r : ro;
     return r == CKPT_ERR_INFEASIBLE || r == CKPT_ERR_TOO_COMPLEX ? CKPT_OK : r;
 }
 
@@ -5037,8 +5102,8 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     pre = *info;
     r = _ckpt_plan_fit(al, c, n, policy, k, desc ? desc->max_units : 0, desc ? desc->threads : 0, info->budget,
                        off.link.d2h > 0 ? &off : NULL, &s, info);
-    if (r == CKPT_OK && off.link.d2h > 0 && info->fit_budget < pre.budget)
-        r = _ckpt_fit_offload_vs_optimal(al, c, n, desc->max_units, desc->threads, &pre, &s, info);
+    if (off.link.d2h > 0 && ((r == CKPT_OK && info->fit_budget < pre.budget) || r == CKPT_ERR_INFEASIBLE))
+        r = _ckpt_fit_offload_vs_optimal(al, c, n, desc->max_units, desc->threads, &pre, r, &s, info);
     if (r == CKPT_ERR_INFEASIBLE) {
         _CKPT_ERR(lg, r, "budget %llu bytes is infeasible for policy %s; every budget from %llu bytes plans",
                   (unsigned long long)info->budget, ckpt_policy_name(policy), (unsigned long long)info->min_budget);

@@ -7,8 +7,10 @@
    - huge budgets and coarse units neither overflow nor abort; with max_units the reported
      smallest budget still plans in that unit (it can differ from the exact unit's only where
      the floor plan's arena, not the smallest peak, sets it); budget 0 is no limit;
-   - min_budget's plan, at the smallest peak, runs the sparse frontiers first, not a dense table
-     of hundreds of MiB;
+   - min_budget is the arena of the >>floor plan (each sub-problem at its smallest peak), which
+     replays at the smallest peak and plans for optimal and offload; where the fastest plan at
+     the smallest peak needs a larger arena, the floor plan is returned (guarantee NONE); that
+     fastest plan runs the sparse frontiers first, not a dense table of hundreds of MiB;
    - at 500 units, on sizes that are not multiples of the unit, its plan is never predicted
      slower than rotor's rounding (a + t rounded once, rotor's options) where that plan fits;
    - on chains that repeat a block of stages, it computes about (block + 2) * n rows, not
@@ -133,12 +135,10 @@ static void long_chains(void) {
                 CHECK((other.time >= sa.time - 1e-9 || sa.fit_budget < budget) &&
                       (other.unit >= other.fit_budget / 50 || unit % other.unit == 0),
                       "coarse plan: time %g vs %g, unit %llu", other.time, sa.time, (unsigned long long)other.unit);
-                /* min_budget is the smallest peak, or the arena of the plan there, which the unit
-                   can change: it must plan in that unit */
-                CHECK(other.min_budget == info.min_budget ||
-                      (other.min_budget > program_min_peak(c, n) && info.min_budget > program_min_peak(c, n)),
-                      "min_budget %llu with max_units, %llu without", (unsigned long long)other.min_budget,
-                      (unsigned long long)info.min_budget);
+                /* min_budget comes from the >>floor plan, in the exact unit whatever max_units is;
+                   it must plan in that unit */
+                CHECK(other.min_budget == info.min_budget, "min_budget %llu with max_units, %llu without",
+                      (unsigned long long)other.min_budget, (unsigned long long)info.min_budget);
                 ckpt_plan_destroy(po); po = NULL;
                 CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, other.min_budget, 50, &other, &po) == CKPT_OK,
                       "min_budget %llu with max_units does not plan", (unsigned long long)other.min_budget);
@@ -224,7 +224,7 @@ static void huge_budgets(void) {
 
 /* The smallest peak of the long-chain program's schedules, in bytes. */
 static uint64_t program_min_peak(const ckpt_cost *c, int n) {
-    ckpt_cost mc[64] = {{0}};       /* long_chains: at most 50 stages */
+    ckpt_cost mc[96] = {{0}};       /* floor_plans: at most 94 stages */
     _ckpt_dp d;
     uint64_t mp = 0;
     _ckpt_costs_model(c, n, mc);
@@ -318,10 +318,10 @@ static void cnt_free(void *ptr, void *u) {
     if (ptr) { size_t *p = (size_t *)((char *)ptr - 16); cnt_live -= *p; free(p); }
 }
 
-/* min_budget's plan, at the smallest peak, runs the sparse frontiers before the dense table. On
-   50 stages of a repeated block with sizes in 512-byte steps, the dense table in the exact unit
-   would fit there (under 65,536 units) and take over 128 MiB; planning at 500 units, which plans
-   that floor too, peaks under 32 MiB of host memory. */
+/* The fastest plan at the smallest peak runs the sparse frontiers before the dense table. On 50
+   stages of a repeated block with sizes in 512-byte steps, the dense table in the exact unit
+   would fit there (under 65,536 units) and take over 128 MiB; that plan, and planning at 500
+   units (min_budget from the >>floor plan), each peak under 32 MiB of host memory. */
 static void floor_plan_memory(void) {
     enum { N = 50 };
     ckpt_cost c[N], mc[N], block[4];
@@ -359,8 +359,92 @@ static void floor_plan_memory(void) {
     ckpt_plan_destroy(pl);
     CHECK(cnt_live == 0 && cnt_peak < ((size_t)32 << 20), "planning peaked at %.1f MiB of host memory (%zu bytes left)",
           (double)cnt_peak / 1048576.0, cnt_live);
-    printf("test_planner_long: floor plan: %.1f MiB of host memory at most (the dense table there: %.0f MiB)\n",
-           (double)cnt_peak / 1048576.0, bytes / 1048576.0);
+    printf("test_planner_long: planning at a third of store-all: %.1f MiB of host memory at most (the dense table at "
+           "the smallest peak: %.0f MiB)\n", (double)cnt_peak / 1048576.0, bytes / 1048576.0);
+    {   /* the fastest plan at the smallest peak (the plan returned when only that budget plans) */
+        ckpt_allocator al;
+        _ckpt_sched s = {NULL, 0, 0};
+        uint64_t p, u;
+        al.alloc = cnt_alloc; al.free = cnt_free; al.user = NULL;
+        cnt_live = cnt_peak = 0;
+        CHECK(_ckpt_persistent(&al, mc, N, mp, 500, 1, INFINITY, &s, &p, &u) == CKPT_OK && p == mp && u == g && s.n_ops,
+              "the fastest plan at the smallest peak");
+        _ckpt_free(&al, s.ops);
+        CHECK(cnt_live == 0 && cnt_peak < ((size_t)32 << 20), "at the smallest peak: %.1f MiB of host memory (%zu bytes "
+              "left)", (double)cnt_peak / 1048576.0, cnt_live);
+        printf("test_planner_long: the fastest plan at the smallest peak: %.1f MiB of host memory at most\n",
+               (double)cnt_peak / 1048576.0);
+    }
+}
+
+/* >>floor: min_budget is the arena of a plan at the program's smallest peak that keeps each
+   sub-problem at its own smallest peak (the smallest peak itself when the arena needs no more),
+   whatever the budget and max_units. That plan replays at exactly the smallest peak; its budget
+   plans, for optimal and for offload; below the smallest peak both say INFEASIBLE and name it.
+   Where it is returned (only it fits), its guarantee is NONE. */
+static void floor_plans(void) {
+    int ci, gaps = 0, below = 0, returned = 0;
+    for (ci = 0; ci < (TEST_REDUCED ? 12 : 48); ci++) {
+        int n = ci % 3 == 0 ? 12 + (int)(rnd() % 9) : ci % 3 == 1 ? 21 + (int)(rnd() % 44) : 65 + (int)(rnd() % 30), i;
+        ckpt_cost c[96], mc[96];
+        ckpt_plan_info li, info, fi;
+        ckpt_plan *pl = NULL;
+        ckpt_plan_desc d;
+        _ckpt_sched L = {NULL, 0, 0}, O = {NULL, 0, 0};
+        uint64_t m, lw, pool = 0, p = 0, mp, u, oa = 0;
+        double t = 0;
+        memset(c, 0, sizeof c);
+        random_chain(c, n, CKPT_ALIGN * (1 + rnd() % 4));
+        for (i = 0; i < n && ci % 4 == 1; i++)      /* tape options on a quarter of the chains */
+            if (rnd() % 3 == 0) {
+                c[i].n_options = 1 + (int)(rnd() % 2);
+                c[i].option_t[0] = c[i].t / 2; c[i].option_extra[0] = 0.25;
+                c[i].option_t[1] = c[i].t / 4; c[i].option_extra[1] = 0.5;
+            }
+        _ckpt_costs_model(c, n, mc);
+        m = program_min_peak(c, n);
+        memset(&li, 0, sizeof li);
+        CHECK(_ckpt_persistent_floor(NULL, mc, n, &L) == CKPT_OK && L.n_ops > 0, "%d stages: the floor plan", n);
+        CHECK(ckpt_schedule_simulate(c, n, L.ops, L.n_ops, &t, &p, NULL) == CKPT_OK && p == m,
+              "%d stages: the floor plan peaks at %llu, the smallest peak is %llu", n, (unsigned long long)p,
+              (unsigned long long)m);
+        CHECK(_ckpt_plan_measure(NULL, mc, n, &L, NULL, &li, &pool) == CKPT_OK, "measure");
+        lw = li.arena > m ? li.arena : m;
+        gaps += lw > m;
+        CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, m - 1, 0, &info, &pl) == CKPT_ERR_INFEASIBLE && info.min_budget == lw &&
+              info.guarantee == CKPT_GUARANTEE_PERSISTENT, "%d stages: below the smallest peak: min_budget %llu, the "
+              "floor's %llu", n, (unsigned long long)info.min_budget, (unsigned long long)lw);
+        CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, lw, 0, &info, &pl) == CKPT_OK && info.arena <= lw && info.min_budget == lw,
+              "%d stages: optimal at min_budget %llu", n, (unsigned long long)lw);
+        if (pl) replay_ok(c, n, pl, lw);
+        ckpt_plan_destroy(pl); pl = NULL;
+        memset(&d, 0, sizeof d);
+        d.policy = CKPT_POLICY_OFFLOAD; d.budget = lw; d.bandwidth = 1e9;
+        CHECK(ckpt_plan_create(c, n, &d, &pl, &fi) == CKPT_OK && fi.arena <= lw && fi.min_budget <= lw,
+              "%d stages: offload at optimal's min_budget %llu", n, (unsigned long long)lw);
+        ckpt_plan_destroy(pl); pl = NULL;
+        /* the fastest plan at the smallest peak: where its arena is larger, a budget between the two
+           is planned by the floor plan alone when optimal's descent ends at the floor */
+        if (_ckpt_persistent(NULL, mc, n, m, 0, 1, INFINITY, &O, &mp, &u) == CKPT_OK && O.n_ops) {
+            ckpt_plan_info oi;
+            memset(&oi, 0, sizeof oi);
+            if (_ckpt_plan_measure(NULL, mc, n, &O, NULL, &oi, &pool) == CKPT_OK) oa = oi.arena;
+        }
+        if (oa > lw) {
+            below++;
+            CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, lw, 0, &info, &pl) == CKPT_OK, "plan");
+            if (pl && info.fit_budget == m) {   /* the descent reached the floor: only its plan fits */
+                returned++;
+                CHECK(info.guarantee == CKPT_GUARANTEE_NONE && info.peak == m && info.time == li.time,
+                      "%d stages: at the floor, guarantee %d peak %llu time %g (the floor plan: %g)", n,
+                      (int)info.guarantee, (unsigned long long)info.peak, info.time, li.time);
+            }
+            ckpt_plan_destroy(pl); pl = NULL;
+        }
+        free(L.ops); free(O.ops);
+    }
+    printf("test_planner_long: floor plans: %d chains, %d with an arena above the smallest peak, %d where the fastest "
+           "plan there needs more, %d of them planned by the floor plan\n", TEST_REDUCED ? 12 : 48, gaps, below, returned);
 }
 
 static void warn_on_fallback(void) {
@@ -806,6 +890,7 @@ int main(void) {
     rounding_vs_rotor();
     warn_on_fallback();
     floor_plan_memory();
+    floor_plans();
     exact_to_200();
     huge_budgets();
     min_budget_with_units();
