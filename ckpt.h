@@ -160,8 +160,8 @@
    exact search) runs on that many threads, the caller among them, at most one per 16 stages or
    part of them (2 for 17 to 32 stages); they start within each planning call and end before it
    returns. The plan and its info are the same for every count. Its sparse frontiers (the fastest
-   plan at the smallest peak, and any plan whose dense table would not fit) then allocate host memory from those
-   threads, so the allocator must be thread-safe (malloc is). Without POSIX threads, or with
+   plan at the smallest peak, and any plan whose dense table would not fit) then allocate host
+   memory from those threads, so the allocator must be thread-safe (malloc is). Without POSIX threads, or with
    CKPT_NO_THREADS, the caller plans alone.
 
    TAPE OPTIONS (selective recomputation inside a stage)
@@ -231,8 +231,8 @@
    is taken if faster, or when the offload policy finds no plan that fits. On some chains it also
    plans below optimal's min_budget. It is a heuristic: no optimality guarantee. Its min_budget
    is optimal's (with the arena rule of COST MODEL), or the budget when it planned below that: an
-   upper bound of the offload policy's true minimum. With microbatches, each of the k lanes has its own pool and the planner gives each a
-   k-th of host_budget (rounded down to CKPT_ALIGN).
+   upper bound of the offload policy's true minimum. With microbatches, each of the k lanes has
+   its own pool and the planner gives each a k-th of host_budget (rounded down to CKPT_ALIGN).
 
    PARAMETER STREAMING AND MICROBATCHES
    ------------------------------------
@@ -4397,8 +4397,8 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
    always exact for the program's options: their smallest peak, computed in the largest unit that
    divides every size. The plan runs in that unit, or in ceil(budget / max_units) when the caller
    asks for a coarser one, capped so that rounded sizes cannot overflow; if a coarse unit finds
-   nothing, the exact unit runs. At the smallest peak (the fastest plan there) only the exact unit runs
-   (rounded sizes cannot do better there), and the sparse frontiers first: few of their points fit
+   nothing, the exact unit runs. At the smallest peak (the fastest plan there) only the exact unit
+   runs (rounded sizes cannot do better there), and the sparse frontiers first: few of their points fit
    there, while the dense table holds every unit (bench/RESULTS.md: 50 stages of a repeated block,
    174 ms and 287 MB peak RSS against 19 ms and 4.6 MB). Elsewhere the dense table when it fits;
    else sparse frontiers (exact at any unit count), which stop at a work allowance only beyond
@@ -5014,7 +5014,7 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
             else if (!have) { *info = base; info->min_budget = m; }
             break;
         }
-        li.unit = _ckpt_exact_unit(c, n); li.guarantee = CKPT_GUARANTEE_NONE; li.min_budget = m;
+        li.unit = _ckpt_exact_unit(c, n); li.guarantee = CKPT_GUARANTEE_NONE;
         lw = li.arena > m ? li.arena : m;
         if (have || budget < m) {
             if (have) { *info = found; info->min_budget = lw < budget ? lw : budget; }
