@@ -99,13 +99,27 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
 }
 
 /* ---- memory ----------------------------------------------------------------------------------- */
+/* Device allocations are page-aligned pieces of one PROT_NONE reservation, kept in address order
+   and placed first-fit, so that the live ones mostly touch: entering and leaving a device operation
+   changes the protection of each run of touching allocations in one mprotect (each one costs a TLB
+   flush, which dominated the emulated tests' time when every allocation had its own). A freed
+   piece is mapped PROT_NONE afresh, which drops its pages. */
 struct alloc { char *p; size_t n, mapped; };
-static std::vector<alloc> dev, pinned;
+static std::vector<alloc> dev, pinned;   /* dev: in address order */
 static int depth = 0;
+static char *heap;                        /* the reservation */
+static const size_t heap_bytes = (size_t)1 << 44;
 static size_t pg(size_t n) { return (n + 4095) & ~(size_t)4095; }
 
-void emu_device_enter(void) { if (depth++ == 0) for (auto &a : dev) mprotect(a.p, a.mapped, PROT_READ | PROT_WRITE); }
-void emu_device_leave(void) { if (--depth == 0) for (auto &a : dev) mprotect(a.p, a.mapped, PROT_NONE); }
+static void protect_dev(int prot) {
+    for (size_t i = 0, j; i < dev.size(); i = j) {
+        char *end = dev[i].p + dev[i].mapped;
+        for (j = i + 1; j < dev.size() && dev[j].p == end; j++) end += dev[j].mapped;
+        mprotect(dev[i].p, (size_t)(end - dev[i].p), prot);
+    }
+}
+void emu_device_enter(void) { if (depth++ == 0) protect_dev(PROT_READ | PROT_WRITE); }
+void emu_device_leave(void) { if (--depth == 0) protect_dev(PROT_NONE); }
 bool emu_is_device(const void *p, size_t n) {
     for (auto &a : dev) if ((const char *)p >= a.p && (const char *)p + n <= a.p + a.n) return true;
     return false;
@@ -118,10 +132,18 @@ static bool touches_dev(const void *p) {
 cudaError_t cudaMalloc(void **p, size_t n) {
     if (n == 0) { *p = NULL; return cudaSuccess; }
     if (n > ((size_t)1 << 40)) return fail(cudaErrorMemoryAllocation);
-    void *m = mmap(NULL, pg(n), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) return fail(cudaErrorMemoryAllocation);
+    if (!heap) {
+        void *h = mmap(NULL, heap_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (h == MAP_FAILED) emu_fatal("cannot reserve %zu bytes of address space for device memory", heap_bytes);
+        heap = (char *)h;
+    }
+    char *m = heap;
+    size_t i = 0;
+    for (; i < dev.size() && (size_t)(dev[i].p - m) < pg(n); i++)   /* first fit */
+        m = dev[i].p + dev[i].mapped;
+    if ((size_t)(heap + heap_bytes - m) < pg(n)) return fail(cudaErrorMemoryAllocation);
     if (depth) mprotect(m, pg(n), PROT_READ | PROT_WRITE);
-    dev.push_back({(char *)m, n, pg(n)});
+    dev.insert(dev.begin() + (long)i, {m, n, pg(n)});
     *p = m;
     return cudaSuccess;
 }
@@ -129,7 +151,13 @@ cudaError_t cudaFree(void *p) {
     if (!p) return cudaSuccess;
     emu_flush_all();
     for (size_t i = 0; i < dev.size(); i++)
-        if (dev[i].p == p) { munmap(p, dev[i].mapped); dev.erase(dev.begin() + (long)i); return cudaSuccess; }
+        if (dev[i].p == p) {
+            int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED;
+            if (mmap(p, dev[i].mapped, PROT_NONE, fl, -1, 0) == MAP_FAILED)
+                emu_fatal("cudaFree: cannot unmap %p", p);
+            dev.erase(dev.begin() + (long)i);
+            return cudaSuccess;
+        }
     fprintf(stderr, "EMU: cudaFree of %p, not a device allocation\n", p);
     return fail(cudaErrorInvalidDevicePointer);
 }

@@ -10,6 +10,8 @@
    - stream semantics: a queued kernel sees its stream's earlier copy, the legacy stream and a
      blocking stream order their work (a synchronous copy waits for a blocking stream), an
      event orders two non-blocking streams, a launch error is reported by cudaGetLastError;
+   - device memory: an allocation reuses the first hole a free left; a kernel reaches every live
+     allocation, apart or touching; the host reading a live or a freed one faults (in a child);
    - misuse that must abort with an "EMU:" message (in a child process): a shuffle reading an
      exited lane, a deadlocked block, __syncthreads under the loop launcher.
    Exit status 0 when every check passes. */
@@ -260,6 +262,52 @@ static void streams(cudaStream_t blocking) {
     CU(cudaFree(d));
 }
 
+/* ---- device memory ------------------------------------------------------------------------- */
+__global__ void fill(int *p, int n, int v) {
+    for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += (int)(gridDim.x * blockDim.x)) p[i] = v + i;
+}
+static volatile int *host_read;
+/* Runs a host read of host_read in a child process: it must die of SIGSEGV. */
+static void expect_fault(const char *what) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        int v = *host_read;
+        _exit(v == 12345 ? 2 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, "%s: the host read did not fault (status %d)", what,
+          status);
+}
+static void device_memory(void) {
+    const int n[4] = {3000, 5000, 1500, 9000};   /* ints: 3, 5, 2 and 9 pages */
+    int *p[4], *got = (int *)malloc(9000 * sizeof(int)), k, i, bad = 0;
+    for (k = 0; k < 3; k++) CU(cudaMalloc(&p[k], (size_t)n[k] * sizeof(int)));
+    int *hole = p[1];
+    CU(cudaFree(p[1]));
+    CU(cudaMalloc(&p[1], (size_t)n[2] * sizeof(int)));
+    CHECK(p[1] == hole, "a 2-page allocation takes the first hole (%p), not %p", (void *)hole, (void *)p[1]);
+    CU(cudaMalloc(&p[3], (size_t)n[3] * sizeof(int)));   /* too large for what is left of the hole */
+    CHECK(p[3] > p[2], "a 9-page allocation goes after the last one");
+    const int m[4] = {n[0], n[2], n[2], n[3]};
+    for (k = 0; k < 4; k++) fill<<<4, 64>>>(p[k], m[k], 1000 * k);
+    CU(cudaDeviceSynchronize());
+    for (k = 0; k < 4; k++) {
+        CU(cudaMemcpy(got, p[k], (size_t)m[k] * sizeof(int), cudaMemcpyDeviceToHost));
+        for (i = 0; i < m[k]; i++) bad += got[i] != 1000 * k + i;
+    }
+    CHECK(bad == 0, "kernels on four allocations, apart and touching: %d values wrong", bad);
+    host_read = p[2];
+    expect_fault("a live allocation");
+    CU(cudaFree(p[1]));
+    host_read = hole;
+    expect_fault("a freed allocation");
+    for (k = 0; k < 4; k++) if (k != 1) CU(cudaFree(p[k]));
+    free(got);
+}
+
 /* ---- misuse: each must abort with an "EMU:" message ------------------------------------------ */
 __global__ void shfl_exited(float *p) {
     if (threadIdx.x >= 16) return;
@@ -315,6 +363,7 @@ int main(void) {
     shuffles();
     gemm(s);
     streams(s);
+    device_memory();
     expect_abort("shuffle from an exited lane", run_shfl_exited, "which did not take part");
     expect_abort("deadlock", run_deadlock, "deadlocked");
     expect_abort("__syncthreads under the loop launcher", run_loop_barrier, "outside a kernel launched by the fiber");
