@@ -230,9 +230,11 @@
    candidates, and when the arena rule of COST MODEL lowers the budget, optimal's own fitted plan
    is taken if faster, or when the offload policy finds no plan that fits. On some chains it also
    plans below optimal's min_budget. It is a heuristic: no optimality guarantee. Its min_budget
-   is optimal's (with the arena rule of COST MODEL), or the budget when it planned below that: an
-   upper bound of the offload policy's true minimum. With microbatches, each of the k lanes has
-   its own pool and the planner gives each a k-th of host_budget (rounded down to CKPT_ALIGN).
+   is the smaller of optimal's and the offload policy's own, found as optimal's is (COST MODEL's
+   arena paragraph) from its plan at the smallest budget it plans for, with no pinned pool; or
+   the budget itself, when smaller and planned. It is an upper bound of the offload policy's true
+   minimum. With microbatches, each of the k lanes has its own pool and the planner gives each a
+   k-th of host_budget (rounded down to CKPT_ALIGN).
 
    PARAMETER STREAMING AND MICROBATCHES
    ------------------------------------
@@ -5030,11 +5032,11 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
     return r;
 }
 
-/* The offload policy's plan after its fit lowered the budget, or found none (ro, its result; pre:
-   the figures before it), against optimal's fitted plan, which is kept when faster: the offload
-   policy's descent can end below a budget where optimal's plan fits, and optimal's >>floor plan
-   can fit where the offload policy's floor does not. (Without a descent, optimal's plan at the
-   budget was one of its candidates.) min_budget is the smaller of the two. */
+/* The offload policy's fitted plan, or none (ro, its result; pre: the figures before the fit),
+   against optimal's fitted plan, which is kept when faster: the offload policy's descent can end
+   below a budget where optimal's plan fits, and optimal's >>floor plan can fit where the offload
+   policy's floor does not. (Without a descent, optimal's plan at the budget was one of its
+   candidates.) min_budget is the smaller of the two. */
 static ckpt_result _ckpt_fit_offload_vs_optimal(const ckpt_allocator *al, const ckpt_cost *c, int n,
                                                 uint32_t max_units, int threads, const ckpt_plan_info *pre,
                                                 ckpt_result ro, _ckpt_sched *s, ckpt_plan_info *info) {
@@ -5045,10 +5047,10 @@ static ckpt_result _ckpt_fit_offload_vs_optimal(const ckpt_allocator *al, const 
     if (r == CKPT_OK && (ro != CKPT_OK || oi.time < info->time)) {
         _ckpt_sched tmp = *s; *s = os; os = tmp;
         *info = oi;
-        info->guarantee = CKPT_GUARANTEE_NONE; info->min_budget = mb;
+        info->guarantee = CKPT_GUARANTEE_NONE;
         ro = CKPT_OK;
-    } else if (ro == CKPT_ERR_INFEASIBLE && r == CKPT_ERR_INFEASIBLE)
-        info->min_budget = mb;
+    }
+    if (r == CKPT_OK || r == CKPT_ERR_INFEASIBLE) info->min_budget = mb;
     _ckpt_free(al, os.ops);
     if (ro != CKPT_OK) return r == CKPT_ERR_OUT_OF_HOST_MEMORY ? r : ro;
     return r == CKPT_ERR_INFEASIBLE || r == CKPT_ERR_TOO_COMPLEX ? CKPT_OK : r;
@@ -5102,7 +5104,7 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     pre = *info;
     r = _ckpt_plan_fit(al, c, n, policy, k, desc ? desc->max_units : 0, desc ? desc->threads : 0, info->budget,
                        off.link.d2h > 0 ? &off : NULL, &s, info);
-    if (off.link.d2h > 0 && ((r == CKPT_OK && info->fit_budget < pre.budget) || r == CKPT_ERR_INFEASIBLE))
+    if (off.link.d2h > 0 && (r == CKPT_OK || r == CKPT_ERR_INFEASIBLE))
         r = _ckpt_fit_offload_vs_optimal(al, c, n, desc->max_units, desc->threads, &pre, r, &s, info);
     if (r == CKPT_ERR_INFEASIBLE) {
         _CKPT_ERR(lg, r, "budget %llu bytes is infeasible for policy %s; every budget from %llu bytes plans",

@@ -14,8 +14,10 @@
    4. Random chains (1..12 stages) planned with CKPT_POLICY_OFFLOAD at random budgets, link
       speeds and host budgets: every plan replays in osim() with the time, peak and host peak it
       reports, fits its budgets and is never slower than CKPT_POLICY_OPTIMAL at the same budget
-      (and with bandwidth 0 plans what optimal does). Below optimal's min_budget the result is
-      CKPT_ERR_INFEASIBLE or a valid plan within the budget. Prints, per link class, how often
+      (and with bandwidth 0 plans what optimal does). Its min_budget is at most optimal's, and at
+      most the budget when it planned. Below optimal's min_budget the result is
+      CKPT_ERR_INFEASIBLE, and then the min_budget it names plans, or a valid plan within the
+      budget. Prints, per link class, how often
       offloading is strictly faster and the mean time ratio.
       4b. Differential: O/P pairs inserted at random into planned F/B schedules, plus random
       mutations; osim() and ckpt_schedule_simulate_offload must agree on validity and figures,
@@ -815,6 +817,15 @@ static void test_random(int n_chains) {
                       ckpt_result_string((ckpt_result)res));
                 if (res == CKPT_OK) below_feasible++;
                 else below_infeasible++;
+                CHECK(fi.min_budget <= minb && (res != CKPT_OK || fi.min_budget <= budget),
+                      "offload below min_budget: its min_budget %llu, optimal's %llu, budget %llu",
+                      (unsigned long long)fi.min_budget, (unsigned long long)minb, (unsigned long long)budget);
+                if (res == CKPT_ERR_INFEASIBLE && fi.min_budget > budget) {   /* the budget it names plans */
+                    uint64_t named = fi.min_budget;
+                    res = plan_and_check(c, n, CKPT_POLICY_OFFLOAD, named, bw, bwh, host_budget, &fi, &n_o);
+                    CHECK(res == CKPT_OK, "offload at the min_budget %llu it named: %s", (unsigned long long)named,
+                          ckpt_result_string((ckpt_result)res));
+                }
                 continue;
             }
             res = plan_and_check(c, n, CKPT_POLICY_OPTIMAL, budget, 0, 0, 0, &oi, NULL);
@@ -830,6 +841,9 @@ static void test_random(int n_chains) {
             }
             plans++;
             if (host_budget) with_host++;
+            CHECK(fi.min_budget <= minb && fi.min_budget <= budget, "offload's min_budget %llu above optimal's %llu or "
+                  "the budget %llu", (unsigned long long)fi.min_budget, (unsigned long long)minb,
+                  (unsigned long long)budget);
             CHECK(fi.time >= fi.store_all_time * (1 - 1e-12), "offload time %.17g below store-all's %.17g", fi.time,
                   fi.store_all_time);
             if (j == 0) {   /* bandwidth 0: no link, the offload policy plans what optimal does */
