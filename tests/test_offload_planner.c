@@ -17,8 +17,8 @@
       (and with bandwidth 0 plans what optimal does). Its min_budget is at most optimal's, and at
       most the budget when it planned. Below optimal's min_budget the result is
       CKPT_ERR_INFEASIBLE, and then the min_budget it names plans, or a valid plan within the
-      budget. Prints, per link class, how often
-      offloading is strictly faster and the mean time ratio.
+      budget. Prints, per link class, how often offloading is strictly faster and the mean time
+      ratio.
       4b. Differential: O/P pairs inserted at random into planned F/B schedules, plus random
       mutations; osim() and ckpt_schedule_simulate_offload must agree on validity and figures,
       and ckpt_schedule_simulate (untimed) must agree with osim() keeping every copy until its P.

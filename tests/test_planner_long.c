@@ -332,7 +332,8 @@ static void floor_plan_memory(void) {
     uint64_t g, mp;
     double bytes;
     int i, tries, chosen = 0, level = _ckpt_dp_level(N);
-    for (tries = 0; tries < 20 && !chosen; tries++) {   /* a chain whose smallest peak would have a dense table */
+    /* a chain whose smallest peak would get a large dense table */
+    for (tries = 0; tries < 20 && !chosen; tries++) {
         memset(c, 0, sizeof c); memset(block, 0, sizeof block);
         for (i = 0; i < 6; i++) {     /* the block's 4 stages, then the first and the last */
             ckpt_cost *s = i < 4 ? &block[i] : i == 4 ? &c[0] : &c[N - 1];
