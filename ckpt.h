@@ -161,8 +161,8 @@
    part of them (2 for 17 to 32 stages); they start within each planning call and end before it
    returns. The plan and its info are the same for every count. Its sparse frontiers (the fastest
    plan at the smallest peak, and any plan whose dense table would not fit) then allocate host
-   memory from those threads, so the allocator must be thread-safe (malloc is). Without POSIX threads, or with
-   CKPT_NO_THREADS, the caller plans alone.
+   memory from those threads, so the allocator must be thread-safe (malloc is). Without POSIX
+   threads, or with CKPT_NO_THREADS, the caller plans alone.
 
    TAPE OPTIONS (selective recomputation inside a stage)
    ------------
@@ -4400,10 +4400,10 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
    divides every size. The plan runs in that unit, or in ceil(budget / max_units) when the caller
    asks for a coarser one, capped so that rounded sizes cannot overflow; if a coarse unit finds
    nothing, the exact unit runs. At the smallest peak (the fastest plan there) only the exact unit
-   runs (rounded sizes cannot do better there), and the sparse frontiers first: few of their points fit
-   there, while the dense table holds every unit (bench/RESULTS.md: 50 stages of a repeated block,
-   174 ms and 287 MB peak RSS against 19 ms and 4.6 MB). Elsewhere the dense table when it fits;
-   else sparse frontiers (exact at any unit count), which stop at a work allowance only beyond
+   runs (rounded sizes cannot do better there), and the sparse frontiers first: few of their points
+   fit there, while the dense table holds every unit (bench/RESULTS.md: 50 stages of a repeated
+   block, 174 ms and 287 MB peak RSS against 19 ms and 4.6 MB). Elsewhere the dense table when it
+   fits; else sparse frontiers (exact at any unit count), which stop at a work allowance only beyond
    65,536 units and 200 stages, and at a memory cap (256 MB) in any case; then the dense table in
    the finest unit that fits. Returns CKPT_ERR_TOO_COMPLEX when the budget is feasible but every
    unit tried rounded too coarsely. ub: an incumbent's time (INFINITY: none); CKPT_OK with no ops

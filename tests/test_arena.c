@@ -329,7 +329,7 @@ int main(void) {
     check_lanes_host_budget();
     check_zero_times();
     check_plan_logger();
-    random_sweep(TEST_REDUCED ? 60 : 150);   /* sanitizer builds: 60 rounds, about 25 s under ASan */
+    random_sweep(TEST_REDUCED ? 60 : 150);   /* sanitizer builds: 60 rounds (23-34 s under ASan) */
     check_place_reference(TEST_REDUCED ? 20 : 200);
     printf("test_arena: %d plans within budget, %d infeasible (each re-planned at its min_budget), %d skipped; "
            "%d checks, %d failures\n", n_ok, n_infeasible, n_skipped, checks, failures);
