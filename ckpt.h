@@ -221,7 +221,9 @@
    otherwise it counts until the op before its W, or without a W until the op before its P (and
    the next compute op waits for the copy). peak counts device bytes during every op, O, P and
    W included; host_peak counts the pinned pool.
-   The planner: recompute-only plans made for budgets from the given one up to store-all's peak,
+   The planner: recompute-only plans made for budgets from the given one up to store-all's peak
+   (optimal's at the budget; the long-chain program's at eight budgets above it, all from one
+   table in a thousandth of the lowest, or coarser where that table would not fit in memory),
    each brought under the budget by offloading buffers idle across its peak (copies that fit in
    the compute of their gap first, then the largest) and, when no idle buffer is left, by a W
    for the offloaded buffer whose copy ends first, just before the op over the budget; every P is
@@ -4315,9 +4317,11 @@ static int _ckpt_dense_fits(const _ckpt_rep *rp, uint64_t M, int level, int nopt
    program takes longer than ub (1 + 1e-9) (>>bound; whether or not the bounds were computed). */
 static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                        uint64_t unit, int level, int sum_round, int dense, int threads, double ub,
-                                       _ckpt_sched *out, uint64_t *min_peak, const _ckpt_dp *ex) {
+                                       const uint64_t *at, int nat, _ckpt_sched *out, uint64_t *min_peak,
+                                       const _ckpt_dp *ex) {
     _ckpt_dp d;
     _ckpt_team team;
+    int k;
     double accept = ub + ub * 1e-9;     /* the best time at most this: a plan (>>bound) */
     ckpt_result r = _ckpt_dp_setup(&d, al, c, n, budget, unit, level, sum_round);
     memset(&team, 0, sizeof team);
@@ -4341,26 +4345,32 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
         !_ckpt_dp_bounds(&d, ub))
         r = CKPT_ERR_OUT_OF_HOST_MEMORY;
     if (r == CKPT_OK && !_ckpt_team_init(&team, &d, threads)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
-    out->n_ops = 0;
+    for (k = 0; k < nat; k++) out[k].n_ops = 0;
     if (r == CKPT_OK && dense) {
         _ckpt_dense D;
         if (!_ckpt_dense_alloc(&D, &d, team.workers))
             r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         else {
-            int64_t m = 0;
             const _ckpt_drow *top = _ckpt_drow_of(&D, 1, n, 0);
             r = _ckpt_dense_fill(&D, &team);
-            while (r == CKPT_OK && m < D.M && _ckpt_drow_at(top, m) != top->last) m++;   /* the smallest peak at the best time */
-            if (r == CKPT_OK && top->last <= accept && !_ckpt_dense_emit(&D, 1, n, 0, m, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+            for (k = 0; k < nat && r == CKPT_OK; k++) {
+                int64_t mk = (int64_t)(at[k] / unit), m = 0;
+                double v = _ckpt_drow_at(top, mk);
+                while (m < mk && _ckpt_drow_at(top, m) != v) m++;  /* the smallest peak at that time */
+                if (v < INFINITY && v <= accept && !_ckpt_dense_emit(&D, 1, n, 0, m, &out[k]))
+                    r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+            }
         }
         _ckpt_dense_free(&D);
     } else if (r == CKPT_OK) {
         r = _ckpt_dp_frontiers(&d, &team);
-        if (r == CKPT_OK) {     /* (no point: every plan takes longer than ub's bound) */
+        for (k = 0; k < nat && r == CKPT_OK; k++) {  /* (no point: every plan takes longer than ub's bound) */
             int nf = d.fl[0][_CKPT_IDX(&d, 1, n)];
-            const _ckpt_fp *last = nf ? &d.pool[d.fs[0][_CKPT_IDX(&d, 1, n)] + nf - 1] : NULL;
+            const _ckpt_fp *fr = nf ? &d.pool[d.fs[0][_CKPT_IDX(&d, 1, n)]] : NULL;
             CKPT_ASSERT(nf > 0 || d.thr);
-            if (last && last->t <= accept && !_ckpt_dp_emit(&d, 1, n, 0, last->p, out)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+            while (nf > 0 && fr[nf - 1].p > at[k]) nf--;   /* the fastest point within at[k] */
+            if (nf > 0 && fr[nf - 1].t <= accept && !_ckpt_dp_emit(&d, 1, n, 0, fr[nf - 1].p, &out[k]))
+                r = CKPT_ERR_OUT_OF_HOST_MEMORY;
         }
     }
     _ckpt_team_free(&team);
@@ -4373,7 +4383,8 @@ static ckpt_result _ckpt_persistent_in(const ckpt_allocator *al, const ckpt_cost
    unit that ran; ex as for _ckpt_persistent_in. */
 static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                          uint64_t unit, int level, int sum_round, int sparse_first, int threads, double ub,
-                                         _ckpt_sched *out, uint64_t *used, const _ckpt_dp *ex) {
+                                         const uint64_t *at, int nat, _ckpt_sched *out, uint64_t *used,
+                                         const _ckpt_dp *ex) {
     uint64_t mp;
     ckpt_result r;
     int nopt = _ckpt_max_options(c, n), flagged = _ckpt_flagged(c, n), fits;
@@ -4382,13 +4393,13 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
     if ((r = _ckpt_rep_make(al, c, n, &rp)) != CKPT_OK) return r;
     fits = _ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged);
     if (fits && !sparse_first)
-        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, threads, ub, out, &mp, ex);
+        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, threads, ub, at, nat, out, &mp, ex);
     else {
-        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, threads, ub, out, &mp, ex);
+        r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 0, threads, ub, at, nat, out, &mp, ex);
         if (r == CKPT_ERR_TOO_COMPLEX) {
             for (; !fits; fits = _ckpt_dense_fits(&rp, budget / unit, level, nopt, flagged)) unit *= 2;
             *used = unit;
-            r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, threads, ub, out, &mp, ex);
+            r = _ckpt_persistent_in(al, c, n, budget, unit, level, sum_round, 1, threads, ub, at, nat, out, &mp, ex);
         }
     }
     _ckpt_rep_free(al, &rp);
@@ -4439,19 +4450,42 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     if (unit > cap && cap >= g) unit = cap;
     /* >>rounding: in a coarse unit, a + t rounded once first. Its sizes are never larger than
        a and t rounded apart, so its plan is at least as fast; kept if it fits in bytes. */
-    r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, at_min, threads, ub, out, unit_out, &d);
+    r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, at_min, threads, ub, &budget, 1, out, unit_out,
+                               &d);
     if (r == CKPT_OK && unit != g && out->n_ops) {  /* (a and t rounded apart always fit; when no plan
                                                        beats ub, none does with their larger sizes) */
         double t;
         uint64_t p;
         r = _ckpt_sched_eval_into(al, c, n, out, NULL, &t, &p);
         if (r == CKPT_OK && p > budget)
-            r = _ckpt_persistent_unit(al, c, n, budget, unit, level, 0, 0, threads, ub, out, unit_out, &d);
+            r = _ckpt_persistent_unit(al, c, n, budget, unit, level, 0, 0, threads, ub, &budget, 1, out, unit_out, &d);
     }
     if (r == CKPT_ERR_INFEASIBLE && *unit_out != g)
-        r = _ckpt_persistent_unit(al, c, n, budget, g, level, 0, 0, threads, ub, out, unit_out, &d);
+        r = _ckpt_persistent_unit(al, c, n, budget, g, level, 0, 0, threads, ub, &budget, 1, out, unit_out, &d);
     _ckpt_dp_free(&d);
     return r == CKPT_ERR_INFEASIBLE ? CKPT_ERR_TOO_COMPLEX : r;
+}
+
+/* The program's fastest plans within each budget of at[0..nat-1] (ascending), from one table in
+   the unit ceil(at[0] / units), doubled while the dense table would not fit and has over 100
+   units (the sparse frontiers cost far more here: 400 distinct stages, bench/RESULTS.md); a + t
+   rounded once (>>rounding; a plan's peak in bytes can then pass its budget). out[k] has no ops
+   where at[k] is below the smallest peak. */
+static ckpt_result _ckpt_persistent_grid(const ckpt_allocator *al, const ckpt_cost *c, int n, const uint64_t *at,
+                                         int nat, uint32_t units, int threads, _ckpt_sched *out) {
+    uint64_t g = _ckpt_exact_unit(c, n), top = at[nat - 1], unit = at[0] / units + (at[0] % units != 0), used;
+    uint64_t cap = ((uint64_t)1 << 59) / (4 * (uint64_t)n);    /* as _ckpt_persistent */
+    int level = _ckpt_dp_level(n);
+    _ckpt_rep rp;
+    ckpt_result r = _ckpt_rep_make(al, c, n, &rp);
+    if (r != CKPT_OK) return r;
+    if (unit < g) unit = g;
+    while (top / unit > 100 && !_ckpt_dense_fits(&rp, top / unit, level, _ckpt_max_options(c, n), _ckpt_flagged(c, n)))
+        unit *= 2;
+    _ckpt_rep_free(al, &rp);
+    if (unit > cap && cap >= g) unit = cap;
+    return _ckpt_persistent_unit(al, c, n, top, unit, level, unit != g, 0, threads, INFINITY, at, nat, out, &used,
+                                 NULL);
 }
 
 /* >>floor: a plan at the program's smallest peak, each sub-problem at its own smallest peak by
@@ -4661,13 +4695,14 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
 /* >>planner: offload, jointly with recomputation -----------------------------------------------
    A recompute-only plan made for a larger budget B' recomputes less; offloading boundaries that
    sit idle across its peak brings it down to the budget. For B' from the budget itself (no
-   offload: the recompute-only optimum) up to store-all's peak, the planner takes optimal's plan,
-   then repeatedly finds the first op over the budget and offloads the boundary idle across it
-   (O right after its last access, P right before its next read), preferring copies that fit in
-   the compute of the gap and then the largest boundary, or, with none left, waits there for the
-   copy that ends first (W); then it moves each P as early as device memory and the host budget
-   allow. The fastest result by makespan wins, so the plan is never
-   predicted slower than the recompute-only optimum. */
+   offload: the recompute-only optimum) up to store-all's peak (eight budgets above the budget,
+   all planned from one table of the long-chain program), the planner takes that plan, then
+   repeatedly finds the first op over the budget and offloads the boundary idle across it (O right
+   after its last access, P right before its next read), preferring copies that fit in the compute
+   of the gap and then the largest boundary, or, with none left, waits there for the copy that
+   ends first (W); then it moves each P as early as device memory and the host budget allow. The
+   fastest result by makespan wins, so the plan is never predicted slower than the recompute-only
+   optimum. */
 
 /* Buffer (i, tape): tape 0 is X[i], read by F(i+1) and B(i+1); tape 1 is T[i], read by B(i). */
 static int _ckpt_reads_buf(const ckpt_op *op, int i, int tape) {
@@ -4683,23 +4718,42 @@ static int _ckpt_ends_buf(const ckpt_op *op, int i, int tape) {
     return op->kind == CKPT_OP_B && op->stage == (tape ? i : i + 1);
 }
 
-/* The (i, tape) buffer live and idle across op k: its last access before k (*p) and its first read
-   after k (*r). 0 when there is none, or it is offloaded already. */
-static int _ckpt_off_gap(const ckpt_op *ops, int n_ops, int i, int tape, int k, int *p, int *r) {
-    int j, last = -1, live = 0, offl = 0;
-    for (j = 0; j < k; j++) {
+/* Every buffer idle across op k, in one pass each way: buffer b = tape (n + 1) + i gets g[2b], its
+   last access before k, and g[2b + 1], its first read after k; g[2b] = -1 when it is not live
+   across k, is accessed at k, is offloaded already, or is not read again. opt[i]: the option of
+   the last F before k that kept T[i] (0: none). An op touches only (stage, 0), (stage, 1) and
+   (stage - 1, 0). st: 2 (n + 1) scratch. */
+static void _ckpt_off_gaps(const ckpt_op *ops, int n_ops, int n, int k, int *g, int *opt, unsigned char *st) {
+    int j, q, b;
+    enum { LIVE = 1, OFFL = 2, OPEN = 4 };
+    for (b = 0; b < 2 * (n + 1); b++) { g[2 * b] = -1; st[b] = 0; }
+    for (j = 0; j <= n; j++) opt[j] = 0;
+    for (j = 0; j <= k && j < n_ops; j++) {
         const ckpt_op *op = &ops[j];
-        if (_ckpt_makes_buf(op, i, tape)) { live = 1; last = j; offl = 0; }
-        else if (_ckpt_ends_buf(op, i, tape)) live = 0;
-        else if (_ckpt_reads_buf(op, i, tape) && live) last = j;
-        else if (op->kind == CKPT_OP_O && op->stage == i && op->tape == tape) offl = 1;
+        for (q = 0; q < 3; q++) {
+            int i = q == 2 ? op->stage - 1 : op->stage, tape = q == 1;
+            if (i < 0 || i > n) continue;
+            b = tape * (n + 1) + i;
+            if (j == k) {   /* accessed at k */
+                if (_ckpt_reads_buf(op, i, tape) || _ckpt_makes_buf(op, i, tape)) st[b] = 0;
+            } else if (_ckpt_makes_buf(op, i, tape)) { st[b] = LIVE; g[2 * b] = j; }
+            else if (_ckpt_ends_buf(op, i, tape)) st[b] &= (unsigned char)~LIVE;
+            else if (_ckpt_reads_buf(op, i, tape) && (st[b] & LIVE)) g[2 * b] = j;
+            else if (op->kind == CKPT_OP_O && op->stage == i && op->tape == tape) st[b] |= OFFL;
+        }
+        if (j < k && op->kind == CKPT_OP_F && op->tape) opt[op->stage] = op->option;
     }
-    if (!live || offl || _ckpt_reads_buf(&ops[k], i, tape) || _ckpt_makes_buf(&ops[k], i, tape)) return 0;
+    for (b = 0; b < 2 * (n + 1); b++) st[b] = st[b] == LIVE ? OPEN : 0;
     for (j = k + 1; j < n_ops; j++) {
-        if (_ckpt_reads_buf(&ops[j], i, tape)) { *p = last; *r = j; return 1; }
-        if (_ckpt_makes_buf(&ops[j], i, tape)) return 0;
+        const ckpt_op *op = &ops[j];
+        for (q = 0; q < 3; q++) {
+            int i = q == 2 ? op->stage - 1 : op->stage, tape = q == 1;
+            if (i < 0 || i > n || !(st[b = tape * (n + 1) + i] & OPEN)) continue;
+            if (_ckpt_reads_buf(op, i, tape)) { g[2 * b + 1] = j; st[b] = LIVE; }
+            else if (_ckpt_makes_buf(op, i, tape)) st[b] = 0;
+        }
     }
-    return 0;
+    for (b = 0; b < 2 * (n + 1); b++) if (st[b] != LIVE) g[2 * b] = -1;
 }
 
 static void _ckpt_ops_insert(ckpt_op *ops, int *n_ops, int pos, ckpt_op_kind kind, int stage, int tape) {
@@ -4764,39 +4818,39 @@ static ckpt_result _ckpt_off_wait_pick(const _ckpt_off *o, const ckpt_op *ops, i
 }
 
 /* Adds O/P pairs, then W ops, to ops (room for 8n more) until the device peak fits.
-   CKPT_ERR_INFEASIBLE when no idle boundary is left to offload and no copy left to wait for. */
-static ckpt_result _ckpt_off_insert(const _ckpt_off *o, ckpt_op *ops, int *n_ops, int64_t *live) {
-    int iter, i;
+   CKPT_ERR_INFEASIBLE when no idle boundary is left to offload and no copy left to wait for. A
+   gap's compute time is a difference of running sums over the ops. */
+static ckpt_result _ckpt_off_insert_in(const _ckpt_off *o, ckpt_op *ops, int *n_ops, int64_t *live, int *g, int *opt,
+                                       unsigned char *st, double *run) {
+    int iter, i, k;
+    double t;
+    uint64_t peak, hp;
+    ckpt_result r = _ckpt_off_eval(o, ops, *n_ops, &t, &peak, &hp, &k, live);
     for (iter = 0; iter < 4 * o->n; iter++) {   /* at most 2 ops each: the caller's room of 8n */
-        double t, best_bytes = 0, best_gap = 0;
-        int best_hidden = 0;
-        uint64_t peak, hp;
-        int k, best_i = -1, best_tape = 0, best_p = -1, best_r = -1;
-        ckpt_result r = _ckpt_off_eval(o, ops, *n_ops, &t, &peak, &hp, &k, live);
+        double best_bytes = 0, best_gap = 0;
+        int j, best_hidden = 0, best_i = -1, best_tape = 0, best_p = -1, best_r = -1;
         if (r != CKPT_OK) return r;
         if (k < 0) return _ckpt_off_fits(o, peak, hp) ? CKPT_OK : CKPT_ERR_INFEASIBLE;
+        _ckpt_off_gaps(ops, *n_ops, o->n, k, g, opt, st);
+        run[0] = 0.0;
+        for (j = 0; j < *n_ops; j++)
+            run[j + 1] = run[j] + (ops[j].kind == CKPT_OP_F ? o->c[ops[j].stage - 1].f
+                                   : ops[j].kind == CKPT_OP_B ? o->c[ops[j].stage - 1].b : 0.0);
         for (i = 1; i <= 2 * o->n; i++) {   /* X[1..n-1], then T[1..n] */
-            int tape = i > o->n, st = tape ? i - o->n : i, p, q, j;
-            double gap = 0, copy, bytes;
+            int tape = i > o->n, s = tape ? i - o->n : i, b = tape * (o->n + 1) + s, p = g[2 * b], q = g[2 * b + 1];
+            double gap, copy, bytes;
             int hidden;
-            if ((!tape && st >= o->n) || !_ckpt_off_gap(ops, *n_ops, st, tape, k, &p, &q)) continue;
-            if (tape) {     /* T[st] in the option of the F that kept it */
-                for (j = p; j >= 0 && !(ops[j].kind == CKPT_OP_F && ops[j].stage == st && ops[j].tape); j--) {}
-                bytes = (double)_ckpt_tape_of(&o->c[st - 1], j >= 0 ? ops[j].option : 0);
-            } else {
-                bytes = (double)o->c[st - 1].a;
-            }
+            if ((!tape && s >= o->n) || p < 0) continue;
+            bytes = (double)(tape ? _ckpt_tape_of(&o->c[s - 1], opt[s]) : o->c[s - 1].a);  /* T[s] in its F's option */
             if (bytes == 0) continue;
-            for (j = p + 1; j < q; j++)
-                if (ops[j].kind == CKPT_OP_F || ops[j].kind == CKPT_OP_B)
-                    gap += ops[j].kind == CKPT_OP_F ? o->c[ops[j].stage - 1].f : o->c[ops[j].stage - 1].b;
+            gap = run[q] - run[p + 1];
             copy = bytes / o->link.d2h + bytes / o->link.h2d;
             hidden = gap >= copy;
             /* hidden copies first, then the most bytes, then the longest gap */
             if (best_i < 0 || hidden > best_hidden || (hidden == best_hidden && (bytes > best_bytes ||
                 (bytes == best_bytes && gap > best_gap)))) {
                 best_hidden = hidden; best_bytes = bytes; best_gap = gap;
-                best_i = st; best_tape = tape; best_p = p; best_r = q;
+                best_i = s; best_tape = tape; best_p = p; best_r = q;
             }
         }
         if (best_i < 0) {       /* nothing idle left: wait for a copy instead */
@@ -4805,15 +4859,26 @@ static ckpt_result _ckpt_off_insert(const _ckpt_off *o, ckpt_op *ops, int *n_ops
             if ((r = _ckpt_off_wait_pick(o, ops, *n_ops, k, &w, &found)) != CKPT_OK) return r;   /* out of memory */
             if (!found) return CKPT_ERR_INFEASIBLE;
             _ckpt_ops_insert(ops, n_ops, k, w.kind, w.stage, w.tape);
+            r = _ckpt_off_eval(o, ops, *n_ops, &t, &peak, &hp, &k, live);
             continue;
         }
         _ckpt_ops_insert(ops, n_ops, best_p + 1, CKPT_OP_O, best_i, best_tape);
         _ckpt_ops_insert(ops, n_ops, best_r + 1, CKPT_OP_P, best_i, best_tape);
-        r = _ckpt_off_eval(o, ops, *n_ops, &t, &peak, &hp, NULL, live);
+        r = _ckpt_off_eval(o, ops, *n_ops, &t, &peak, &hp, &k, live);    /* (the next round's too) */
         if (r != CKPT_OK) return r == CKPT_ERR_BAD_SCHEDULE ? CKPT_ERR_INFEASIBLE : r;
         if (o->host_budget && hp > o->host_budget) return CKPT_ERR_INFEASIBLE;
     }
     return CKPT_ERR_INFEASIBLE;
+}
+static ckpt_result _ckpt_off_insert(const _ckpt_off *o, ckpt_op *ops, int *n_ops, int64_t *live) {
+    size_t nb = 2 * ((size_t)o->n + 1);
+    int *g = (int *)_ckpt_malloc(o->al, (3 * nb) * sizeof(int));    /* 2 per buffer, then opt: n + 1 */
+    unsigned char *st = (unsigned char *)_ckpt_malloc(o->al, nb);
+    double *run = (double *)_ckpt_malloc(o->al, ((size_t)*n_ops + 8 * (size_t)o->n + 2) * sizeof(double));
+    ckpt_result r = g && st && run ? _ckpt_off_insert_in(o, ops, n_ops, live, g, g + 2 * nb, st, run)
+                                   : CKPT_ERR_OUT_OF_HOST_MEMORY;
+    _ckpt_free(o->al, g); _ckpt_free(o->al, st); _ckpt_free(o->al, run);
+    return r;
 }
 
 /* Moves each P as early as the budgets allow (not before its O or the previous P), keeping a move
@@ -4851,43 +4916,49 @@ static ckpt_result _ckpt_off_hoist(const _ckpt_off *o, ckpt_op *ops, int n_ops) 
 }
 
 static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, int threads, _ckpt_sched *s, ckpt_plan_info *info) {
-    const int grid = 8;
-    _ckpt_sched cand = {NULL, 0, 0};
+    enum { grid = 8 };
+    _ckpt_sched cand = {NULL, 0, 0}, gs[grid];
+    uint64_t gb[grid];
     ckpt_plan_info ci;
     ckpt_op *ops = NULL;
     int64_t *live = NULL;
     double best_t = DBL_MAX;
     uint64_t best_p = UINT64_MAX, sa = info->store_all_peak, min_budget = UINT64_MAX;
-    int j, best_n = 0;
+    int j, best_n = 0, ng = 0;
     ckpt_result r = CKPT_OK;
-    for (j = 0; j <= grid + 1 && r == CKPT_OK; j++) {
-        uint64_t bj = j == 0 ? o->budget : j > grid ? min_budget : o->budget + (uint64_t)((double)(sa - o->budget) * j / grid);
+    memset(gs, 0, sizeof gs);
+    /* starting points for offload: the persistent program's plans at budgets above this one, all
+       from one table (_ckpt_persistent_grid) */
+    for (j = 1; j <= grid && o->budget < sa && o->n <= CKPT_CUBIC_MAX_STAGES; j++) {
+        uint64_t bj = o->budget + (uint64_t)((double)(sa - o->budget) * j / grid);
+        if (bj > o->budget) gb[ng++] = bj;
+    }
+    if (ng) r = _ckpt_persistent_grid(o->al, o->c, o->n, gb, ng, 1000, threads, gs);
+    if (r == CKPT_ERR_INFEASIBLE || r == CKPT_ERR_TOO_COMPLEX) { r = CKPT_OK; ng = 0; }
+    for (j = 0; j <= ng + 1 && r == CKPT_OK; j++) {
+        const _ckpt_sched *cs = &cand;
         double t;
         uint64_t pk, hp;
         int n_ops;
-        ckpt_result rj;
-        if (j > 0 && j <= grid && (o->budget >= sa || bj <= o->budget)) continue;
-        /* below optimal's min_budget: its plan there, with offloads, may still fit */
-        if (j > grid && !(min_budget > o->budget && min_budget < sa)) continue;
-        ci = *info;
-        if (j == 0 || j > grid) {   /* the recompute-only optimum itself (at the budget or its smallest) */
-            rj = _ckpt_plan_policy(o->al, o->c, o->n, CKPT_POLICY_OPTIMAL, 0, max_units, threads, bj,
-                                   j ? min_budget : 0, NULL, &cand, &ci);
+        ckpt_result rj = CKPT_OK;
+        if (j == 0 || j > ng) {     /* the recompute-only optimum itself (at the budget or its smallest) */
+            /* below optimal's min_budget: its plan there, with offloads, may still fit */
+            if (j > ng && !(min_budget > o->budget && min_budget < sa)) continue;
+            ci = *info;
+            rj = _ckpt_plan_policy(o->al, o->c, o->n, CKPT_POLICY_OPTIMAL, 0, max_units, threads,
+                                   j ? min_budget : o->budget, j ? min_budget : 0, NULL, &cand, &ci);
             if (j == 0) min_budget = ci.min_budget;
-        } else {        /* starting points for offload: the persistent program in a coarse unit is enough */
-            uint64_t mp, unit;
-            if (o->n > CKPT_CUBIC_MAX_STAGES) break;
-            rj = _ckpt_persistent(o->al, o->c, o->n, bj, 1000, threads, INFINITY, &cand, &mp, &unit);
-            if (rj == CKPT_ERR_TOO_COMPLEX) rj = CKPT_ERR_INFEASIBLE;
+        } else if (!(cs = &gs[j - 1])->n_ops) {
+            continue;
         }
         if (rj == CKPT_ERR_INFEASIBLE) continue;
         if (rj != CKPT_OK) { r = rj; break; }
         _ckpt_free(o->al, ops); _ckpt_free(o->al, live);
-        ops = (ckpt_op *)_ckpt_malloc(o->al, ((size_t)cand.n_ops + 8 * (size_t)o->n + 4) * sizeof *ops);
-        live = (int64_t *)_ckpt_malloc(o->al, ((size_t)cand.n_ops + 8 * (size_t)o->n + 8) * sizeof *live);
+        ops = (ckpt_op *)_ckpt_malloc(o->al, ((size_t)cs->n_ops + 8 * (size_t)o->n + 4) * sizeof *ops);
+        live = (int64_t *)_ckpt_malloc(o->al, ((size_t)cs->n_ops + 8 * (size_t)o->n + 8) * sizeof *live);
         if (!ops || !live) { r = CKPT_ERR_OUT_OF_HOST_MEMORY; break; }
-        memcpy(ops, cand.ops, (size_t)cand.n_ops * sizeof *ops);
-        n_ops = cand.n_ops;
+        memcpy(ops, cs->ops, (size_t)cs->n_ops * sizeof *ops);
+        n_ops = cs->n_ops;
         rj = _ckpt_off_insert(o, ops, &n_ops, live);
         if (rj == CKPT_OK) rj = _ckpt_off_hoist(o, ops, n_ops);
         if (rj == CKPT_OK) rj = _ckpt_off_eval(o, ops, n_ops, &t, &pk, &hp, NULL, NULL);
@@ -4900,6 +4971,7 @@ static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, in
             best_t = t; best_p = pk; best_n = 1;
         }
     }
+    for (j = 0; j < grid; j++) _ckpt_free(o->al, gs[j].ops);
     _ckpt_free(o->al, ops); _ckpt_free(o->al, live); _ckpt_free(o->al, cand.ops);
     info->min_budget = best_n && best_p < min_budget ? best_p : min_budget;
     info->guarantee = CKPT_GUARANTEE_NONE;

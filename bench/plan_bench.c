@@ -1,11 +1,12 @@
-/* Planning time of the optimal policy on chains of 50, 100, 200 and 400 stages at a budget of a
-   third of store-all's peak. Sizes are multiples of 512 bytes (random multiples, so the budget is
-   far above 65,536 such units). For each size it plans with max_units = 500 (rotor's setting in
-   its own benchmarks), 4096, and 0 (exact, the default), and prints the median wall time and CPU
-   time of several runs of ckpt_plan_create (the whole call: the program, the arena layout and
-   min_budget's plan), the planning threads (--threads), the unit used, the number of memory units (budget / unit), the predicted
-   step time relative to store-all, the peak relative to the budget, and, at 500 units, rotor's
-   figure for the same chain (column rotor_ms).
+/* Planning time of the optimal policy (or offload's: --offload) on chains of 50, 100, 200 and 400
+   stages at a budget of a third of store-all's peak. Sizes are multiples of 512 bytes (random
+   multiples, so the budget is far above 65,536 such units). For each size it plans with
+   max_units = 500 (rotor's setting in its own benchmarks), 4096, and 0 (exact, the default), and
+   prints the median wall time and CPU time of several runs of ckpt_plan_create (the whole call:
+   the program, the arena layout and min_budget's plan), the planning threads (--threads), the unit
+   used, the number of memory units (budget / unit), the predicted step time relative to
+   store-all, the peak relative to the budget, and, at 500 units, rotor's figure for the same chain
+   (column rotor_ms).
    Chains: "hetero", every stage drawn at random; "repeat", a transformer's shape: an embedding
    stage, copies of a block of 4 random stages, a head stage.
    rotor_ms is not measured by this program: it is the median CPU time of rotor's C dynamic program
@@ -29,8 +30,11 @@
      --chains K   plan K chains of each kind and size (default 1): the first is the one above,
                   the others (named <chain>.2 .. <chain>.K) are drawn the same way from a
                   generator seeded by their size and number, so the first stays the same.
-   Usage: plan_bench [--csv DIR] [--units N] [--threads N] [--chains K] [reps] [max_stages]
-                     [small|hetero|repeat|short] */
+     --offload X  plan the offload policy instead, with a link on which copying every stage's
+                  output one way takes 1/X of the chain's compute time (f + b summed); the
+                  guarantee column gives the plan's ("none" for a plan with offloads).
+   Usage: plan_bench [--csv DIR] [--units N] [--threads N] [--chains K] [--offload X] [reps]
+                     [max_stages] [small|hetero|repeat|short] */
 #define _DEFAULT_SOURCE     /* clock_gettime; madvise: the tables in 2 MiB pages (>>hugepages in ckpt.h) */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -66,6 +70,7 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 static int threads = 1;
+static double offload = 0.0;    /* --offload X (0: the optimal policy) */
 
 static void run(const char *kind, const ckpt_cost *c, int n, uint64_t budget, uint32_t max_units, int reps) {
     ckpt_plan_desc pd = {0};
@@ -77,6 +82,12 @@ static void run(const char *kind, const ckpt_cost *c, int n, uint64_t budget, ui
     pd.budget = budget;
     pd.max_units = max_units;
     pd.threads = threads;
+    if (offload > 0) {
+        double bytes = 0, compute = 0;
+        for (r = 0; r < n; r++) { bytes += (double)c[r].a; compute += c[r].f + c[r].b; }
+        pd.policy = CKPT_POLICY_OFFLOAD;
+        pd.bandwidth = offload * bytes / compute;
+    }
     for (r = 0; r < reps; r++) {
         ckpt_plan *p = NULL;
         double t0 = now(), u0 = cpu_now();
@@ -91,7 +102,9 @@ static void run(const char *kind, const ckpt_cost *c, int n, uint64_t budget, ui
     printf("%-9s %-7d %-10u %-9.1f %-9.1f %-8d %-10s %-10llu %-10llu %-9.4f %-11.4f %s\n", kind, n, max_units,
            t[reps / 2] * 1e3, u[reps / 2] * 1e3, threads, max_units == 500 ? rotor_ms(kind, n) : "-",
            (unsigned long long)info.unit, (unsigned long long)(budget / info.unit), info.time / info.store_all_time,
-           (double)info.peak / (double)budget, info.guarantee == CKPT_GUARANTEE_ALL_SCHEDULES ? "all schedules" : "persistent");
+           (double)info.peak / (double)budget,
+           info.guarantee == CKPT_GUARANTEE_ALL_SCHEDULES ? "all schedules"
+           : info.guarantee == CKPT_GUARANTEE_PERSISTENT ? "persistent" : "none");
     fflush(stdout);
 }
 
@@ -157,8 +170,12 @@ int main(int argc, char **argv) {
     int reps, max_n, si, ui, kind, small, chains = 1, ci;
     const char *only;
     while (argc > 2 && (!strcmp(argv[1], "--csv") || !strcmp(argv[1], "--units") || !strcmp(argv[1], "--threads") ||
-                        !strcmp(argv[1], "--chains"))) {
+                        !strcmp(argv[1], "--chains") || !strcmp(argv[1], "--offload"))) {
         if (!strcmp(argv[1], "--csv")) csv_dir = argv[2];
+        else if (!strcmp(argv[1], "--offload")) {
+            offload = atof(argv[2]);
+            if (!(offload > 0)) { fprintf(stderr, "plan_bench: --offload must be above 0\n"); return 2; }
+        }
         else if (!strcmp(argv[1], "--chains")) {
             chains = atoi(argv[2]);
             if (chains < 1) { fprintf(stderr, "plan_bench: --chains must be 1 or more\n"); return 2; }

@@ -22,9 +22,11 @@
       4b. Differential: O/P pairs inserted at random into planned F/B schedules, plus random
       mutations; osim() and ckpt_schedule_simulate_offload must agree on validity and figures,
       and ckpt_schedule_simulate (untimed) must agree with osim() keeping every copy until its P.
+      4c. (The one part that calls ckpt.h's internals.) In those schedules, the buffers the offload
+      planner may offload at an op (_ckpt_off_gaps) are those of their definition.
    5. A fixed chain where offloading must beat recomputation (both times printed).
    6. Host allocations of planning a 15-stage chain fail in turn (every one, or every k-th of
-      offload's 18,000), for every policy: the same plan or CKPT_ERR_OUT_OF_HOST_MEMORY.
+      offload's 15,569), for every policy: the same plan or CKPT_ERR_OUT_OF_HOST_MEMORY.
 
    Usage: test_offload_planner [n_chains] (default 100, 12 in sanitizer builds; part 4b uses twice as many).
    Exit 0 on success, 1 on any failure (each failure prints what was expected and got). */
@@ -1013,6 +1015,63 @@ static int compare_sims(const char *what, const ckpt_cost *c, int n, const ckpt_
     return ok && res == CKPT_OK;
 }
 
+/* 4c (internal). The offload planner's idle buffers at an op k (_ckpt_off_gaps, one pass each
+   way over the ops) against their definition, buffer by buffer: (i, tape) is live across k when
+   an op before k made it (an F, or its P) and no B ended it since; it is a candidate when it is
+   also not offloaded since it was made, not read or made at k, and read again after k before it
+   is made again. Its gap runs from its last access before k to that read. opt[i]: the option of
+   the last F before k that kept T[i]. Returns the number of candidates. */
+static int gaps_checked, gaps_found;
+static int check_gaps(int n, const ckpt_op *ops, int n_ops, int k) {
+    static int g[4 * (MAXN + 1)], opt[MAXN + 1];
+    static unsigned char st[2 * (MAXN + 1)];
+    int i, tape, j, found = 0;
+    _ckpt_off_gaps(ops, n_ops, n, k, g, opt, st);
+    for (tape = 0; tape < 2; tape++)
+        for (i = 0; i <= n; i++) {
+            int b = tape * (n + 1) + i, live = 0, offl = 0, last = -1, read = -1;
+            for (j = 0; j < k; j++) {
+                const ckpt_op *op = &ops[j];
+                int makes = op->stage == i && ((op->kind == CKPT_OP_P && op->tape == tape) ||
+                                               (op->kind == CKPT_OP_F && (!tape || op->tape)));
+                int ends = op->kind == CKPT_OP_B && op->stage == (tape ? i : i + 1);
+                int reads = tape ? op->kind == CKPT_OP_B && op->stage == i
+                                 : (op->kind == CKPT_OP_F || op->kind == CKPT_OP_B) && op->stage == i + 1;
+                if (makes) { live = 1; offl = 0; last = j; }
+                else if (ends) live = 0;
+                else if (reads && live) last = j;
+                else if (op->kind == CKPT_OP_O && op->stage == i && op->tape == tape) offl = 1;
+            }
+            for (j = k; live && !offl && j < n_ops; j++) {
+                const ckpt_op *op = &ops[j];
+                int makes = op->stage == i && ((op->kind == CKPT_OP_P && op->tape == tape) ||
+                                               (op->kind == CKPT_OP_F && (!tape || op->tape)));
+                int reads = tape ? op->kind == CKPT_OP_B && op->stage == i
+                                 : (op->kind == CKPT_OP_F || op->kind == CKPT_OP_B) && op->stage == i + 1;
+                if (j == k && (reads || makes)) break;
+                if (j > k && reads) { read = j; break; }
+                if (j > k && makes) break;
+            }
+            gaps_checked++;
+            if (read < 0) {
+                CHECK(g[2 * b] == -1, "gaps: buffer (%d, %d) at op %d of %d: none expected, got %d..%d", i, tape, k,
+                      n_ops, g[2 * b], g[2 * b + 1]);
+                continue;
+            }
+            found++;
+            CHECK(g[2 * b] == last && g[2 * b + 1] == read, "gaps: buffer (%d, %d) at op %d of %d: %d..%d expected, "
+                  "got %d..%d", i, tape, k, n_ops, last, read, g[2 * b], g[2 * b + 1]);
+        }
+    for (i = 1; i <= n; i++) {
+        int o = 0;
+        for (j = 0; j < k; j++)
+            if (ops[j].kind == CKPT_OP_F && ops[j].tape && ops[j].stage == i) o = ops[j].option;
+        CHECK(opt[i] == o, "gaps: T[%d]'s option at op %d: %d expected, got %d", i, k, o, opt[i]);
+    }
+    gaps_found += found;
+    return found;
+}
+
 static void test_random_schedules(int n_chains) {
     ckpt_cost c[MAXN] = {{0}};
     static ckpt_op ops[MAX_OPS], mut[MAX_OPS];
@@ -1043,6 +1102,7 @@ static void test_random_schedules(int n_chains) {
             if (rnd_chance(30)) bwh = bw * (0.25 + 3.75 * rnd_unit());
             CHECK(compare_sims("random pairs", c, n, ops, n_ops, bw, bwh), "a schedule built valid is rejected");
             valid++;
+            for (j = 0; j < 4; j++) check_gaps(n, ops, n_ops, rnd_int(0, n_ops - 1));
             for (j = 0; j < n_ops; j++) n_waits += ops[j].kind == CKPT_OP_W;
             for (m = 0; m < 4; m++) {   /* mutants */
                 int n_mut = n_ops, a = rnd_int(0, n_ops - 1), b2 = rnd_int(0, n_ops - 1);
@@ -1065,6 +1125,9 @@ static void test_random_schedules(int n_chains) {
     printf("differential: %d random valid offload schedules (%d W ops in them), %d mutants (%d of them valid) "
            "compared\n", valid, n_waits,
            mutants, mutants_valid);
+    CHECK(gaps_found > 0, "gaps: no idle buffer found in %d checked", gaps_checked);
+    printf("idle buffers (the planner's offload candidates): %d checked at random ops, %d of them idle\n", gaps_checked,
+           gaps_found);
 }
 
 /* ==========================================================================================

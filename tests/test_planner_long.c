@@ -150,8 +150,10 @@ static void long_chains(void) {
                 uint64_t ma, mb;
                 double ta = 0, tb = 0;
                 uint64_t pa = 0, pb = 0;
-                ckpt_result ra = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 1, 1, INFINITY, &a, &ma, NULL);
-                ckpt_result rb = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 0, 1, INFINITY, &b, &mb, NULL);
+                ckpt_result ra = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 1, 1, INFINITY,
+                                                     &budget, 1, &a, &ma, NULL);
+                ckpt_result rb = _ckpt_persistent_in(NULL, c, n, budget, sa.unit, _ckpt_dp_level(n), 0, 0, 1, INFINITY,
+                                                     &budget, 1, &b, &mb, NULL);
                 CHECK(ra == CKPT_OK && rb == CKPT_OK && ma == mb, "dense %s sparse %s", ckpt_result_string(ra), ckpt_result_string(rb));
                 if (ra == CKPT_OK && rb == CKPT_OK) {
                     ckpt_schedule_simulate(c, n, a.ops, a.n_ops, &ta, &pa, NULL);
@@ -527,7 +529,7 @@ static int unit_plan(const ckpt_cost *c, int n, uint64_t budget, uint64_t unit, 
     CHECK(r == CKPT_OK, "rows: %s", ckpt_result_string(r));
     r = _ckpt_persistent_in(NULL, c, n, budget, unit, level, sum_round,
                             _ckpt_dense_fits(&rp, budget / unit, level, _ckpt_max_options(c, n), _ckpt_flagged(c, n)), 1,
-                            INFINITY, &s, &mp, NULL);
+                            INFINITY, &budget, 1, &s, &mp, NULL);
     _ckpt_rep_free(NULL, &rp);
     if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, NULL, t, &p);
     _ckpt_free(NULL, s.ops);
@@ -830,8 +832,10 @@ static void bounded_table(void) {
             if (u == 0) CHECK(pruned > 0, "n %d: no cell bounded at the optimum", n);
             _ckpt_dense_free(&D1);
             for (dense = 0; dense < 2; dense++) {   /* the sparse frontiers drop points above the bound */
-                ra = _ckpt_persistent_in(NULL, c, n, budget, unit, 0, 0, dense, 1 + ci % 2, INFINITY, &a, &mp, NULL);
-                rb = _ckpt_persistent_in(NULL, c, n, budget, unit, 0, 0, dense, 1 + ci % 2, ubs[u], &b, &mp, NULL);
+                ra = _ckpt_persistent_in(NULL, c, n, budget, unit, 0, 0, dense, 1 + ci % 2, INFINITY, &budget, 1, &a,
+                                         &mp, NULL);
+                rb = _ckpt_persistent_in(NULL, c, n, budget, unit, 0, 0, dense, 1 + ci % 2, ubs[u], &budget, 1, &b,
+                                         &mp, NULL);
                 CHECK(ra == CKPT_OK && rb == CKPT_OK, "n %d: %s, %s", n, ckpt_result_string(ra), ckpt_result_string(rb));
                 if (u < 3)
                     CHECK(a.n_ops == b.n_ops && a.n_ops > 0 && !memcmp(a.ops, b.ops, (size_t)a.n_ops * sizeof *a.ops),
@@ -891,6 +895,52 @@ static void incumbent_wins(void) {
     printf("test_planner_long: every-k faster than the program's plans on %d chains: optimal returned it\n", found);
 }
 
+/* Several budgets from one table (at[] of _ckpt_persistent_in: the offload planner's starting
+   points): each budget's plan is, op for op, the one the same unit plans for that budget alone,
+   from the dense table and from the sparse frontiers; a budget below the smallest peak gets none. */
+static void grid_plans(void) {
+    int ci, same = 0, none = 0;
+    _ckpt_sched one = {NULL, 0, 0};
+    for (ci = 0; ci < (TEST_REDUCED ? 4 : 12); ci++) {
+        ckpt_cost c[48];
+        _ckpt_sched g[6];
+        int n = rnd_int(12, 48), k, dense, sum_round = (int)(rnd() % 2), level = _ckpt_dp_level(n);
+        uint64_t unit = 64 * (uint64_t)rnd_int(1, 3), at[6], top = 0, mp;
+        memset(c, 0, sizeof c);
+        random_chain(c, n, 64);
+        for (k = 0; k < n; k++) top += c[k].a + c[k].t;
+        top /= 3;
+        for (k = 0; k < 6; k++) at[k] = top * (uint64_t)(k + 1) / 6 + (uint64_t)rnd_int(0, 63);
+        at[5] = top;
+        for (dense = 0; dense < 2; dense++) {
+            ckpt_result r;
+            memset(g, 0, sizeof g);
+            r = _ckpt_persistent_in(NULL, c, n, top, unit, level, sum_round, dense, 1, INFINITY, at, 6, g, &mp, NULL);
+            CHECK(r == CKPT_OK || r == CKPT_ERR_INFEASIBLE, "grid, n %d: %s", n, ckpt_result_string(r));
+            for (k = 0; k < 6; k++) {
+                uint64_t mp1;
+                ckpt_result r1 = _ckpt_persistent_in(NULL, c, n, at[k], unit, level, sum_round, dense, 1, INFINITY,
+                                                     &at[k], 1, &one, &mp1, NULL);
+                if (r1 == CKPT_ERR_INFEASIBLE) {
+                    CHECK(g[k].n_ops == 0, "n %d budget %llu: below the smallest peak, %d ops", n,
+                          (unsigned long long)at[k], g[k].n_ops);
+                    none++;
+                    continue;
+                }
+                CHECK(r1 == CKPT_OK && one.n_ops > 0 && one.n_ops == g[k].n_ops &&
+                      !memcmp(one.ops, g[k].ops, (size_t)one.n_ops * sizeof *one.ops),
+                      "n %d budget %llu dense %d: %s, %d ops alone, %d from the grid", n, (unsigned long long)at[k],
+                      dense, ckpt_result_string(r1), one.n_ops, g[k].n_ops);
+                same++;
+            }
+            for (k = 0; k < 6; k++) _ckpt_free(NULL, g[k].ops);
+        }
+    }
+    _ckpt_free(NULL, one.ops);
+    CHECK(same > 0 && none > 0, "grid: %d plans compared, %d budgets below the smallest peak", same, none);
+    printf("test_planner_long: grid plans: %d the same as planned alone, %d below the smallest peak\n", same, none);
+}
+
 int main(void) {
     heuristic_allocations();
     dense_exact();
@@ -907,6 +957,7 @@ int main(void) {
     short_chains();
     bounded_table();
     incumbent_wins();
+    grid_plans();
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }

@@ -99,7 +99,8 @@ static void check_form(const ckpt_cost *c, int n, uint64_t budget, int form, dou
     double t = -1.0;
     ckpt_result r;
     if (form < 2) {
-        r = _ckpt_persistent_in(NULL, c, n, budget, unit, _ckpt_dp_level(n), 0, form == 0, 1, INFINITY, &s, &mp, NULL);
+        r = _ckpt_persistent_in(NULL, c, n, budget, unit, _ckpt_dp_level(n), 0, form == 0, 1, INFINITY, &budget, 1, &s,
+                                &mp, NULL);
         if (r == CKPT_OK) t = replay(c, n, &s, &peak);
     } else {
         ckpt_plan_desc d;
