@@ -1935,6 +1935,7 @@ static void _ckpt_an_read(_ckpt_analysis *an, _ckpt_an_work *w, int b, int k) {
 static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops, const _ckpt_link *link,
                               _ckpt_analysis *an, _ckpt_an_work *w, double *copy_end, int *pending, double *span) {
     double clock = 0, d2h_free = 0, h2d_free = 0, must_wait = 0;
+    double done = INFINITY;     /* at most the first end of a pending copy: none is done before it */
     int k, np = 0, j, forced_head = -1;
     for (k = 0; k < n_ops; k++) {
         const ckpt_op *op = &ops[k];
@@ -1945,6 +1946,7 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
             copy_end[k] = link ? start + (double)an->hbufs[in->out].bytes / link->d2h : start;
             d2h_free = copy_end[k];
             pending[np++] = in->in;
+            if (copy_end[k] < done) done = copy_end[k];
             if (span) { span[2 * k] = start; span[2 * k + 1] = copy_end[k]; }
         } else if (op->kind == CKPT_OP_P) {
             int o = in->src_op, old = an->instr[o].in;
@@ -1982,13 +1984,15 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
             in->wait_o = forced_head;
             forced_head = -1;
             must_wait = 0;
-            if (link)
-                for (j = 0; j < np; j++) {
+            if (link && done <= s)
+                for (done = INFINITY, j = 0; j < np; j++) {
                     int b = pending[j], o = w->o_op[b];
                     if (w->last_read[b] < k && copy_end[o] <= s) {   /* copy done: released */
                         if (an->bufs[b].end < k - 1) an->bufs[b].end = k - 1;
                         an->o_next[o] = in->wait_o; in->wait_o = o;
                         pending[j--] = pending[--np];
+                    } else if (copy_end[o] < done) {
+                        done = copy_end[o];
                     }
                 }
             dur = op->kind == CKPT_OP_F ? c[op->stage - 1].f : _ckpt_bwd_of(&c[op->stage - 1], in->opt);
