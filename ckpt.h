@@ -236,7 +236,7 @@
    arena paragraph) from its plan at the smallest budget it plans for, with no pinned pool; or
    the budget itself, when smaller and planned. It is an upper bound of the offload policy's true
    minimum. It takes longer to plan than optimal: on the developers' VM, 400 distinct stages at
-   max_units 500 took 14 s, and 400 stages of a repeated block 16 s (bench/RESULTS.md). With
+   max_units 500 took 7.4-7.7 s, and 400 stages of a repeated block 6 s (bench/RESULTS.md). With
    microbatches, each of the k lanes has its own pool and the planner gives each a k-th of
    host_budget (rounded down to CKPT_ALIGN).
 
