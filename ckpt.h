@@ -236,7 +236,7 @@
    arena paragraph) from its plan at the smallest budget it plans for, with no pinned pool; or
    the budget itself, when smaller and planned. It is an upper bound of the offload policy's true
    minimum. It takes longer to plan than optimal: on the developers' VM, 400 distinct stages at
-   max_units 500 took 7.4-7.7 s, and 400 stages of a repeated block 6 s (bench/RESULTS.md). With
+   max_units 500 took 7.1-7.5 s, and 400 stages of a repeated block 4.3 s (bench/RESULTS.md). With
    microbatches, each of the k lanes has its own pool and the planner gives each a k-th of
    host_budget (rounded down to CKPT_ALIGN).
 
@@ -1935,8 +1935,7 @@ static void _ckpt_an_read(_ckpt_analysis *an, _ckpt_an_work *w, int b, int k) {
 static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops, const _ckpt_link *link,
                               _ckpt_analysis *an, _ckpt_an_work *w, double *copy_end, int *pending, double *span) {
     double clock = 0, d2h_free = 0, h2d_free = 0, must_wait = 0;
-    double done = INFINITY;     /* at most the first end of a pending copy: none is done before it */
-    int k, np = 0, j, forced_head = -1;
+    int k, np = 0, j, kept, forced_head = -1;   /* pending: offloaded buffers, in the order of their O */
     for (k = 0; k < n_ops; k++) {
         const ckpt_op *op = &ops[k];
         _ckpt_instr *in = &an->instr[k];
@@ -1946,7 +1945,6 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
             copy_end[k] = link ? start + (double)an->hbufs[in->out].bytes / link->d2h : start;
             d2h_free = copy_end[k];
             pending[np++] = in->in;
-            if (copy_end[k] < done) done = copy_end[k];
             if (span) { span[2 * k] = start; span[2 * k + 1] = copy_end[k]; }
         } else if (op->kind == CKPT_OP_P) {
             int o = in->src_op, old = an->instr[o].in;
@@ -1959,7 +1957,7 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
                     if (an->bufs[old].end < k - 1) an->bufs[old].end = k - 1;
                     if (copy_end[o] > must_wait) must_wait = copy_end[o];
                     an->o_next[o] = forced_head; forced_head = o;
-                    pending[j] = pending[--np];
+                    memmove(pending + j, pending + j + 1, (size_t)(--np - j) * sizeof *pending);
                     break;
                 }
             if (copy_end[o] > start) start = copy_end[o];
@@ -1971,7 +1969,7 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
             for (j = 0; j < np; j++)
                 if (pending[j] == in->in) {
                     if (an->bufs[in->in].end < k - 1) an->bufs[in->in].end = k - 1;
-                    pending[j] = pending[--np];
+                    memmove(pending + j, pending + j + 1, (size_t)(--np - j) * sizeof *pending);
                     break;
                 }
             if (span) span[2 * k] = clock;
@@ -1984,17 +1982,19 @@ static void _ckpt_an_timeline(const ckpt_cost *c, const ckpt_op *ops, int n_ops,
             in->wait_o = forced_head;
             forced_head = -1;
             must_wait = 0;
-            if (link && done <= s)
-                for (done = INFINITY, j = 0; j < np; j++) {
+            if (link) {     /* copies end in the order of their O (one device-to-host channel) */
+                for (kept = j = 0; j < np && copy_end[w->o_op[pending[j]]] <= s; j++) {
                     int b = pending[j], o = w->o_op[b];
-                    if (w->last_read[b] < k && copy_end[o] <= s) {   /* copy done: released */
+                    if (w->last_read[b] < k) {  /* copy done: released */
                         if (an->bufs[b].end < k - 1) an->bufs[b].end = k - 1;
                         an->o_next[o] = in->wait_o; in->wait_o = o;
-                        pending[j--] = pending[--np];
-                    } else if (copy_end[o] < done) {
-                        done = copy_end[o];
+                    } else {
+                        pending[kept++] = b;
                     }
                 }
+                if (kept < j) memmove(pending + kept, pending + j, (size_t)(np - j) * sizeof *pending);
+                np -= j - kept;
+            }
             dur = op->kind == CKPT_OP_F ? c[op->stage - 1].f : _ckpt_bwd_of(&c[op->stage - 1], in->opt);
             clock = s + dur;
             an->compute_time += dur;
