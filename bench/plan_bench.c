@@ -32,7 +32,8 @@
                   generator seeded by their size and number, so the first stays the same.
      --offload X  plan the offload policy instead, with a link on which copying every stage's
                   output one way takes 1/X of the chain's compute time (f + b summed); the
-                  guarantee column gives the plan's ("none" for a plan with offloads).
+                  guarantee column gives the plan's ("none" for a plan with offloads, whose
+                  unit is 1, so that the units column is then the budget).
    Usage: plan_bench [--csv DIR] [--units N] [--threads N] [--chains K] [--offload X] [reps]
                      [max_stages] [small|hetero|repeat|short] */
 #define _DEFAULT_SOURCE     /* clock_gettime; madvise: the tables in 2 MiB pages (>>hugepages in ckpt.h) */
