@@ -4412,6 +4412,13 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
     return r;
 }
 
+/* unit, or a smaller one where its rounded sizes could sum to 2^60 or more (g: the exact unit, a
+   floor) */
+static uint64_t _ckpt_unit_capped(uint64_t unit, uint64_t g, int n) {
+    uint64_t cap = ((uint64_t)1 << 59) / (4 * (uint64_t)n);
+    return unit > cap && cap >= g ? cap : unit;
+}
+
 /* The program's optimum under budget (at most store-all's peak: more cannot help). *min_peak is
    always exact for the program's options: their smallest peak, computed in the largest unit that
    divides every size. The plan runs in that unit, or in ceil(budget / max_units) when the caller
@@ -4428,7 +4435,7 @@ static ckpt_result _ckpt_persistent_unit(const ckpt_allocator *al, const ckpt_co
 static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                     uint32_t max_units, int threads, double ub, _ckpt_sched *out, uint64_t *min_peak,
                                     uint64_t *unit_out) {
-    uint64_t g = _ckpt_exact_unit(c, n), unit, cap;
+    uint64_t g = _ckpt_exact_unit(c, n), unit;
     ckpt_result r;
     _ckpt_dp d;
     int level = _ckpt_dp_level(n), at_min;
@@ -4452,8 +4459,7 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
     at_min = budget == *min_peak;
     unit = g;
     if (max_units && budget / max_units >= g && !at_min) unit = budget / max_units + (budget % max_units != 0);
-    cap = ((uint64_t)1 << 59) / (4 * (uint64_t)n);   /* rounded sizes then sum below 2^60 */
-    if (unit > cap && cap >= g) unit = cap;
+    unit = _ckpt_unit_capped(unit, g, n);
     /* >>rounding: in a coarse unit, a + t rounded once first. Its sizes are never larger than
        a and t rounded apart, so its plan is at least as fast; kept if it fits in bytes. */
     r = _ckpt_persistent_unit(al, c, n, budget, unit, level, unit != g, at_min, threads, ub, &budget, 1, out, unit_out,
@@ -4480,16 +4486,14 @@ static ckpt_result _ckpt_persistent(const ckpt_allocator *al, const ckpt_cost *c
 static ckpt_result _ckpt_persistent_grid(const ckpt_allocator *al, const ckpt_cost *c, int n, const uint64_t *at,
                                          int nat, uint32_t units, int threads, _ckpt_sched *out) {
     uint64_t g = _ckpt_exact_unit(c, n), top = at[nat - 1], unit = at[0] / units + (at[0] % units != 0), used;
-    uint64_t cap = ((uint64_t)1 << 59) / (4 * (uint64_t)n);    /* as _ckpt_persistent */
-    int level = _ckpt_dp_level(n);
+    int level = _ckpt_dp_level(n), nopt = _ckpt_max_options(c, n), flagged = _ckpt_flagged(c, n);
     _ckpt_rep rp;
     ckpt_result r = _ckpt_rep_make(al, c, n, &rp);
     if (r != CKPT_OK) return r;
     if (unit < g) unit = g;
-    while (top / unit > 100 && !_ckpt_dense_fits(&rp, top / unit, level, _ckpt_max_options(c, n), _ckpt_flagged(c, n)))
-        unit *= 2;
+    while (top / unit > 100 && !_ckpt_dense_fits(&rp, top / unit, level, nopt, flagged)) unit *= 2;
     _ckpt_rep_free(al, &rp);
-    if (unit > cap && cap >= g) unit = cap;
+    unit = _ckpt_unit_capped(unit, g, n);
     return _ckpt_persistent_unit(al, c, n, top, unit, level, unit != g, 0, threads, INFINITY, at, nat, out, &used,
                                  NULL);
 }

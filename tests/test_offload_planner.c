@@ -1022,6 +1022,14 @@ static int compare_sims(const char *what, const ckpt_cost *c, int n, const ckpt_
    is made again. Its gap runs from its last access before k to that read. opt[i]: the option of
    the last F before k that kept T[i]. Returns the number of candidates. */
 static int gaps_checked, gaps_found;
+static int op_makes(const ckpt_op *op, int i, int tape) {
+    return op->stage == i &&
+           ((op->kind == CKPT_OP_P && op->tape == tape) || (op->kind == CKPT_OP_F && (!tape || op->tape)));
+}
+static int op_reads(const ckpt_op *op, int i, int tape) {
+    return tape ? op->kind == CKPT_OP_B && op->stage == i
+                : (op->kind == CKPT_OP_F || op->kind == CKPT_OP_B) && op->stage == i + 1;
+}
 static int check_gaps(int n, const ckpt_op *ops, int n_ops, int k) {
     static int g[4 * (MAXN + 1)], opt[MAXN + 1];
     static unsigned char st[2 * (MAXN + 1)];
@@ -1032,22 +1040,13 @@ static int check_gaps(int n, const ckpt_op *ops, int n_ops, int k) {
             int b = tape * (n + 1) + i, live = 0, offl = 0, last = -1, read = -1;
             for (j = 0; j < k; j++) {
                 const ckpt_op *op = &ops[j];
-                int makes = op->stage == i && ((op->kind == CKPT_OP_P && op->tape == tape) ||
-                                               (op->kind == CKPT_OP_F && (!tape || op->tape)));
-                int ends = op->kind == CKPT_OP_B && op->stage == (tape ? i : i + 1);
-                int reads = tape ? op->kind == CKPT_OP_B && op->stage == i
-                                 : (op->kind == CKPT_OP_F || op->kind == CKPT_OP_B) && op->stage == i + 1;
-                if (makes) { live = 1; offl = 0; last = j; }
-                else if (ends) live = 0;
-                else if (reads && live) last = j;
+                if (op_makes(op, i, tape)) { live = 1; offl = 0; last = j; }
+                else if (op->kind == CKPT_OP_B && op->stage == (tape ? i : i + 1)) live = 0;     /* ends it */
+                else if (op_reads(op, i, tape) && live) last = j;
                 else if (op->kind == CKPT_OP_O && op->stage == i && op->tape == tape) offl = 1;
             }
             for (j = k; live && !offl && j < n_ops; j++) {
-                const ckpt_op *op = &ops[j];
-                int makes = op->stage == i && ((op->kind == CKPT_OP_P && op->tape == tape) ||
-                                               (op->kind == CKPT_OP_F && (!tape || op->tape)));
-                int reads = tape ? op->kind == CKPT_OP_B && op->stage == i
-                                 : (op->kind == CKPT_OP_F || op->kind == CKPT_OP_B) && op->stage == i + 1;
+                int reads = op_reads(&ops[j], i, tape), makes = op_makes(&ops[j], i, tape);
                 if (j == k && (reads || makes)) break;
                 if (j > k && reads) { read = j; break; }
                 if (j > k && makes) break;
