@@ -3888,13 +3888,6 @@ static double _ckpt_drow_at(const _ckpt_drow *r, int64_t m) {
 static double _ckpt_cell(const _ckpt_dense *D, int s, int t, int f, int64_t m) {
     return _ckpt_drow_at(_ckpt_drow_of(D, s, t, f), m);
 }
-/* Its values at m..m+len-1 (len <= S): in place, or k, their one value, where they are outside
-   lo..hi. */
-static const double *_ckpt_drow_run(const _ckpt_drow *r, int64_t m, int64_t len, double *k) {
-    if (m >= r->lo && m + len - 1 <= r->hi) return r->p + (m - r->lo);
-    *k = m < r->lo ? r->start : r->last;
-    return k;
-}
 /* Once its row is computed in full at p (non-increasing, at most its start): its last value,
    and if >>packed, lo and hi, p then pointing at lo. */
 static void _ckpt_drow_trim(_ckpt_drow *r, int64_t M, int pack) {
@@ -3969,12 +3962,14 @@ static double _ckpt_dense_at(const _ckpt_dense *D, const _ckpt_opt *o, int64_t m
    runs, so cur ends as it would if every value were computed. */
 static void _ckpt_dense_run(const _ckpt_dense *D, double *cur, double c, int64_t lo, int64_t o1, int64_t o2,
                             const double *s1, const _ckpt_drow *r1, const double *s2, const _ckpt_drow *r2) {
-    int64_t M = D->M, a, e;
-    const double *b1, *b2;
-    double best, k1, k2;    /* a row's one value on a run outside its lo..hi */
+    int64_t M = D->M, a, e, len;
+    /* the rows in locals (cur, written below, could alias their doubles); m in l..h: in place */
+    const double *b1, *b2, *p1 = r1->p, *p2 = r2->p, *x1, *x2;
+    int64_t l1 = r1->lo + o1, h1 = r1->hi + o1, l2 = r2->lo + o2, h2 = r2->hi + o2;
+    double best, k1, k2, st1 = r1->start, la1 = r1->last, st2 = r2->start, la2 = r2->last;
     if (lo < o1) lo = o1;
     if (lo < o2) lo = o2;
-    if (lo > M || (c + r1->last) + r2->last >= cur[lo]) return;
+    if (lo > M || (c + la1) + la2 >= cur[lo]) return;
     best = (c + s1[_ckpt_sum_k(D, M - o1)]) + s2[_ckpt_sum_k(D, M - o2)];   /* lb(M) */
     if (best == INFINITY) return;
     /* runs end at multiples of S; a run's bound is lb at its last m rounded up to that multiple
@@ -3984,9 +3979,12 @@ static void _ckpt_dense_run(const _ckpt_dense *D, double *cur, double c, int64_t
     b1 = s1 + (e - 2 - o1 + _CKPT_SUM_STEP) / _CKPT_SUM_STEP;
     b2 = s2 + (e - 2 - o2 + _CKPT_SUM_STEP) / _CKPT_SUM_STEP;
     for (a = lo; a <= M && cur[a] > best; a = e, e += _CKPT_SUM_STEP, b1++, b2++)
-        if ((c + *b1) + *b2 < cur[a]) {
-            int64_t len = (e <= M ? e : M + 1) - a;
-            const double *x1 = _ckpt_drow_run(r1, a - o1, len, &k1), *x2 = _ckpt_drow_run(r2, a - o2, len, &k2);
+        if ((c + *b1) + *b2 < cur[a]) {     /* a row's run not within l..h is one value (>>packed) */
+            len = (e <= M ? e : M + 1) - a;
+            if (a >= l1 && a + len - 1 <= h1) x1 = p1 + (a - l1);
+            else { k1 = a < l1 ? st1 : la1; x1 = &k1; }
+            if (a >= l2 && a + len - 1 <= h2) x2 = p2 + (a - l2);
+            else { k2 = a < l2 ? st2 : la2; x2 = &k2; }
             if (x1 != &k1 && x2 != &k2) _ckpt_min_sum(cur + a, x1, x2, c, len);
             else if (x1 != &k1) _ckpt_min_sum_ak(cur + a, x1, x2, c, len);
             else if (x2 != &k2) _ckpt_min_sum_ka(cur + a, x1, x2, c, len);
@@ -4039,11 +4037,11 @@ static void _ckpt_tile_at(const _ckpt_dense *D, int i, int *dd, int *b) {
 /* Tiles of T x T sub-problems (s in s0..s1, t in t0..t1), by diagonals (the tile's t0 - s0, then
    s0); in a tile, s descending, then t ascending. An option of (s,t) reads sub-problems (s',t')
    with s <= s' <= t' <= t (at (s,t) itself, a family computed before): in earlier diagonals, or
-   earlier in this tile. Level 0 first runs the tile's splits j = s1..t0-1, whose two sub-problems both lie in
-   earlier tiles, for all its sub-problems, j by j: the 2T rows they read then serve T sub-problems
-   each while they are in cache (bench/RESULTS.md: 400 stages 12-14% faster than columns of 8). A
-   row is computed at its first sub-problem in this order (own, set by _ckpt_dense_owners), then
-   >>packed. Worker w runs tile number `tile`. */
+   earlier in this tile. At level 0, for each s, the unsplit options of every t come first (their
+   low values at large m then cut the runs the splits fill), then the splits j = s1..t0-1, whose
+   two sub-problems lie in earlier tiles, j by j: row (s,j) serves T sub-problems while it is in
+   cache; then each t's other splits. A row is computed at its first sub-problem in this order
+   (own, set by _ckpt_dense_owners), then >>packed. Worker w runs tile number `tile`. */
 static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
     _ckpt_dense *D = (_ckpt_dense *)team->arg;
     _ckpt_dp *d = team->wd[w];
@@ -4061,35 +4059,42 @@ static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
         for (t = s > t0 ? s : t0; t <= t1; t++)
             for (q = 0; own[_CKPT_IDX(d, s, t)] && q < d->nfam; q++) {
                 _ckpt_drow *r = _ckpt_drow_of(D, s, t, d->fam[q]);
+                double v = d->thr ? d->thr[d->rep.row[_CKPT_IDX(d, s, t)]] : INFINITY;
                 r->p = scr ? scr : D->tab + (size_t)(r - D->rows) * (size_t)(M + 1);
                 if (scr) scr += M + 1;
                 r->lo = 0; r->hi = M;
-                r->start = r->last = d->thr ? d->thr[d->rep.row[_CKPT_IDX(d, s, t)]] : INFINITY;
-                for (m = 0; m <= M; m++) r->p[m] = r->start;
+                r->start = r->last = v;
+                for (m = 0; m <= M; m++) r->p[m] = v;   /* (v, not r->start: no reload after each store) */
             }
     }
-    for (j = s1; j < t0; j++)       /* (none in the diagonal's tiles, where t0 = s0) */
-        for (s = s0; s <= s1; s++) {
-            uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)];
-            const double *s2 = _ckpt_sum(D, s, j, 0);
-            const _ckpt_drow *r2 = _ckpt_drow_of(D, s, j, 0);
-            int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit), lo = (int64_t)(sw / d->unit);
-            if (!_ckpt_dp_splits0(d, s)) continue;
-            for (t = t0; t <= t1; t++)
-                if (own[_CKPT_IDX(d, s, t)] == 2 && sw + _ckpt_dp_g(d, t) <= d->budget)
-                    _ckpt_dense_split0(D, _ckpt_drow_of(D, s, t, 0)->p, t, j, fs[(s - s0) * (n + 1) + j],
-                                       lo + (int64_t)(_ckpt_dp_g(d, t) / d->unit), x, s2, r2);
-        }
     for (s = s1; s >= s0; s--) {
         int split = _ckpt_dp_splits0(d, s);
+        int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit);
+        if (split) {    /* (level 0: its one family; the unsplit options read (s+1,t) only) */
+            for (t = s > t0 ? s : t0; t <= t1; t++)
+                if (own[_CKPT_IDX(d, s, t)] == 2) {
+                    double *cur = _ckpt_drow_of(D, s, t, 0)->p;
+                    int no = _ckpt_dp_unsplit(d, s, t, 0);
+                    for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i]);
+                }
+            for (j = s1; j < t0; j++) {     /* (none in the diagonal's tiles, where t0 = s0) */
+                uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)];
+                const double *s2 = _ckpt_sum(D, s, j, 0);
+                const _ckpt_drow *r2 = _ckpt_drow_of(D, s, j, 0);
+                int64_t lo = (int64_t)(sw / d->unit);
+                for (t = t0; t <= t1; t++)
+                    if (own[_CKPT_IDX(d, s, t)] == 2 && sw + _ckpt_dp_g(d, t) <= d->budget)
+                        _ckpt_dense_split0(D, _ckpt_drow_of(D, s, t, 0)->p, t, j, fs[(s - s0) * (n + 1) + j],
+                                           lo + (int64_t)(_ckpt_dp_g(d, t) / d->unit), x, s2, r2);
+            }
+        }
         for (t = s > t0 ? s : t0; t <= t1; t++)
             for (q = 0; own[_CKPT_IDX(d, s, t)] && q < d->nfam; q++) {
                 int f = d->fam[q], no;
                 _ckpt_drow *r = _ckpt_drow_of(D, s, t, f);
                 double *cur = r->p, *sum = _ckpt_sum(D, s, t, f);
                 if ((int64_t)(d->minp[f][_CKPT_IDX(d, s, t)] / d->unit) <= M) {
-                    int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit);
-                    no = _ckpt_dp_unsplit(d, s, t, f);
+                    no = split ? 0 : _ckpt_dp_unsplit(d, s, t, f);
                     for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i]);
                     for (j = s; j < t && split; j++) {
                         uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)] + _ckpt_dp_g(d, t);
