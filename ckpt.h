@@ -140,9 +140,10 @@
    DBL_MAX / (4 (n + 1)), so that no schedule's time overflows (else CKPT_ERR_BAD_TIME). The
    optimal policy minimises time with peak <= budget, ties to the smaller peak: over all schedules
    up to CKPT_EXACT_SEARCH_MAX_STAGES stages, over the class CKPT_GUARANTEE_PERSISTENT describes
-   beyond. There it plans every-k's best k first; the long-chain program then computes exactly
-   only what could be as fast as that plan (>>bound), and optimal returns every-k's plan when the
-   program has none as fast.
+   beyond. There it plans every-k's best k first, and from it a plan whose last segment (not
+   recomputed) starts as early as fits (>>two-level); the long-chain program then computes
+   exactly only what could be as fast as the faster of the two (>>bound), and optimal returns
+   that plan when the program has none as fast.
    The arena: every buffer gets an offset where it overlaps no buffer live at the same time; that
    layout can need more than the peak (info.arena >= info.peak). When the plan's arena exceeds
    the budget (or its pinned pool the host budget), the policy plans again for a budget lowered by
@@ -1063,9 +1064,10 @@ typedef enum ckpt_guarantee {
                                          smallest peak in all (tests/test_planner_match.c);
                                          with tape options (an option per kept tape) in all
                                          1000 cases of 3 to 8 stages, 192 of them with flags.
-                                         Never slower than every-k's best plan (taken when
-                                         faster: a coarse unit can make every plan of the
-                                         class slower). When `unit` does not
+                                         Never slower than every-k's best plan or a
+                                         two-level plan derived from it (taken when faster:
+                                         a coarse unit can make every plan of the class
+                                         slower). When `unit` does not
                                          divide every size and max_units was 0, also no slower
                                          than greedy */
 } ckpt_guarantee;
@@ -2337,21 +2339,25 @@ static void _ckpt_fix_segments(const ckpt_cost *c, int n, unsigned char *start, 
     }
 }
 
-/* Every-k: segments of k stages, all recomputed but the last. */
-static ckpt_result _ckpt_every_k_sched(const ckpt_allocator *al, const ckpt_cost *c, int n, int k,
-                                       _ckpt_sched *out) {
+/* Segments of k stages, all recomputed but the last, which starts at stage `last`. */
+static ckpt_result _ckpt_segments_sched(const ckpt_allocator *al, const ckpt_cost *c, int n, int k, int last,
+                                        _ckpt_sched *out) {
     unsigned char *start = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
     unsigned char *rec = (unsigned char *)_ckpt_calloc(al, (size_t)n + 2, 1);
     ckpt_result r = CKPT_ERR_OUT_OF_HOST_MEMORY;
-    int i, last;
+    int i;
     if (start && rec) {
-        last = k >= n ? 1 : ((n - 1) / k) * k + 1;   /* first stage of the last segment */
-        for (i = 1; i <= n; i++) { start[i] = ((i - 1) % k) == 0; rec[i] = i < last; }
+        for (i = 1; i <= n; i++) { start[i] = i < last ? ((i - 1) % k) == 0 : i == last; rec[i] = i < last; }
         _ckpt_fix_segments(c, n, start, rec);
         r = _ckpt_build_segments(al, n, start, rec, out);
     }
     _ckpt_free(al, start); _ckpt_free(al, rec);
     return r;
+}
+/* Every-k: the last segment starts after the last multiple of k. */
+static ckpt_result _ckpt_every_k_sched(const ckpt_allocator *al, const ckpt_cost *c, int n, int k,
+                                       _ckpt_sched *out) {
+    return _ckpt_segments_sched(al, c, n, k, k >= n ? 1 : ((n - 1) / k) * k + 1, out);
 }
 
 /* sqrt: m = round(sqrt(n)) segments with evenly spaced starts. */
@@ -4182,7 +4188,7 @@ static ckpt_result _ckpt_dense_fill(_ckpt_dense *D, _ckpt_team *team) {
 }
 
 /* >>bound: at level 0 the program need only be exact where it can beat an incumbent, a plan of
-   time ub (every-k's best, _ckpt_plan_policy). lb(s,t) is the fastest time of (s,t) with memory
+   time ub (every-k's best, or >>two-level's, _ckpt_plan_policy). lb(s,t) is the fastest time of (s,t) with memory
    unlimited, over the program's options summed as the program sums them; out(s,t) bounds from
    below what the options above (s,t) add to it on the way from (1,n), each sibling at its lb. A
    value of (s,t) above its bound thr = max(U - out(s,t), lb(s,t)), U = ub (1 + 1e-8), is on no
@@ -4564,6 +4570,38 @@ static ckpt_result _ckpt_every_k_best(const ckpt_allocator *al, const ckpt_cost 
     return _ckpt_every_k_sched(al, c, n, best_k, out);
 }
 
+/* >>two-level: every-k's plan with a longer last segment, the one not recomputed: the earliest
+   start of the last segment whose plan fits the budget (a binary search up to every-k's own
+   start, as if starting earlier always needed more memory), the stages before it in segments of
+   every-k's best k. *best (time *bt, peak *bp: every-k's best plan) becomes that plan when it is
+   faster (ties: smaller peak). It is the incumbent of >>bound. 400 distinct stages at 500 units:
+   3,349.25 instead of every-k's 3,411.75 (the program's plan: 3,217.75); 400 stages of a repeated
+   block: 3,003.75 against every-k's 3,075.75 and the program's 3,039.25 in 500 units
+   (bench/RESULTS.md). */
+static ckpt_result _ckpt_two_level(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget, int k,
+                                   _ckpt_sched *best, double *bt, uint64_t *bp) {
+    _ckpt_sched tmp = {NULL, 0, 0};
+    _ckpt_an_scratch sc = {NULL, 0, 0};
+    ckpt_result r = CKPT_OK;
+    int lo = 1, hi = k >= n ? 1 : ((n - 1) / k) * k + 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        double t;
+        uint64_t p;
+        if ((r = _ckpt_segments_sched(al, c, n, k, mid, &tmp)) != CKPT_OK ||
+            (r = _ckpt_sched_eval_into(al, c, n, &tmp, &sc, &t, &p)) != CKPT_OK)
+            break;
+        if (p > budget) { lo = mid + 1; continue; }
+        hi = mid - 1;
+        if (t < *bt || (t == *bt && p < *bp)) {
+            _ckpt_sched x = *best; *best = tmp; tmp = x;
+            *bt = t; *bp = p;
+        }
+    }
+    _ckpt_free(al, tmp.ops); _ckpt_free(al, sc.p);
+    return r;
+}
+
 /* Whether every size is a multiple of unit (then the program's rounding changed nothing). */
 static int _ckpt_unit_exact(const ckpt_cost *c, int n, uint64_t unit) {
     int i, o;
@@ -4575,9 +4613,9 @@ static int _ckpt_unit_exact(const ckpt_cost *c, int n, uint64_t unit) {
 }
 
 /* After a program in a rounded unit: a heuristic plan in exact bytes may be faster. Keeps the
-   fastest (ties: smaller peak) of *s (none when s->n_ops is 0), greedy and ek, every-k's best
-   plan (the caller's, of time ek_t and peak ek_p; none when ek->n_ops is 0); the plan not kept
-   of s and ek ends in ek. */
+   fastest (ties: smaller peak) of *s (none when s->n_ops is 0), greedy and ek, the caller's
+   incumbent (every-k's best plan or >>two-level's, of time ek_t and peak ek_p; none when
+   ek->n_ops is 0); the plan not kept of s and ek ends in ek. */
 static ckpt_result _ckpt_best_of_heuristics(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
                                             _ckpt_sched *s, _ckpt_sched *ek, double ek_t, uint64_t ek_p) {
     _ckpt_sched h = {NULL, 0, 0};
@@ -4606,12 +4644,12 @@ static ckpt_result _ckpt_best_of_heuristics(const ckpt_allocator *al, const ckpt
     return r;
 }
 
-/* The persistent program breaks time ties between its own schedules only: an every-k plan of
-   the same time and a smaller peak (examples/mlp_cuda.cu's chain at 0.4 and 0.6 of store-all) is
-   taken instead, and so is every-k's plan when it is faster (when the program has none as fast,
-   s has no ops: >>bound; the program's plan can also be slower by the 1e-9 that bound allows, or
-   by rounding). ek: every-k's best plan, of time ek_t and peak ek_p (none when ek->n_ops is 0);
-   the plan not kept ends there. */
+/* The persistent program breaks time ties between its own schedules only: the incumbent (an
+   every-k plan, or >>two-level's) of the same time and a smaller peak (examples/mlp_cuda.cu's
+   chain at 0.4 and 0.6 of store-all) is taken instead, and so is the incumbent when it is faster
+   (when the program has none as fast, s has no ops: >>bound; the program's plan can also be
+   slower by the 1e-9 that bound allows, or by rounding). ek: the incumbent, of time ek_t and peak
+   ek_p (none when ek->n_ops is 0); the plan not kept ends there. */
 static ckpt_result _ckpt_every_k_tie(const ckpt_allocator *al, const ckpt_cost *c, int n, _ckpt_sched *s,
                                      _ckpt_sched *ek, double ek_t, uint64_t ek_p) {
     double t = 0.0;
@@ -4642,7 +4680,7 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
     ckpt_result r;
     double t = 0.0;
     uint64_t p = 0;
-    _ckpt_sched ek = {NULL, 0, 0};     /* optimal: every-k's best plan, its k */
+    _ckpt_sched ek = {NULL, 0, 0};     /* optimal: the incumbent (every-k's best k, >>two-level) */
     int ek_k;
     info->unit = 1;
     info->guarantee = CKPT_GUARANTEE_NONE;
@@ -4683,11 +4721,12 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         if (n > CKPT_CUBIC_MAX_STAGES) return CKPT_ERR_TOO_COMPLEX;
         info->guarantee = CKPT_GUARANTEE_PERSISTENT;
         s->n_ops = 0;
-        /* every-k's best plan first, of time t and peak p: the program need only be exact where it
-           is faster (>>bound) */
+        /* an incumbent first, of time t and peak p (every-k's best plan, or >>two-level's when
+           faster): the program need only be exact where it is faster (>>bound) */
         r = _ckpt_every_k_best(al, c, n, budget, &ek, &ek_k, &p);
         if (r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, &ek, NULL, &t, &p);
         else if (r == CKPT_ERR_INFEASIBLE) { r = CKPT_OK; ek.n_ops = 0; }
+        if (r == CKPT_OK && ek.n_ops) r = _ckpt_two_level(al, c, n, budget, ek_k, &ek, &t, &p);
         if (r == CKPT_OK)
             r = _ckpt_persistent(al, c, n, budget, max_units, threads, ek.n_ops ? t : INFINITY, s, &info->min_budget,
                                  &info->unit);

@@ -857,8 +857,50 @@ static void bounded_table(void) {
     printf("test_planner_long: bounded tables: %d cells checked, %d bounded\n", cells, bounded);
 }
 
-/* When every-k's best plan is faster than every plan of the program in the unit max_units asks
-   for, optimal returns it (the program need not finish that table: >>bound). */
+/* >>two-level: from every-k's best plan, a plan that fits and is no slower, the time and peak
+   given being the plan's; faster on some chains; against every start of the last segment (a scan
+   instead of the binary search): how often the search finds the scan's best. */
+static void two_level(void) {
+    int ci, faster = 0, same_as_scan = 0, cases = 0;
+    _ckpt_sched s = {NULL, 0, 0}, x = {NULL, 0, 0};
+    for (ci = 0; ci < (TEST_REDUCED ? 10 : 40); ci++) {
+        int n = rnd_int(12, TEST_REDUCED ? 60 : 160), k0, last;
+        ckpt_cost *c = (ckpt_cost *)calloc((size_t)n, sizeof *c);
+        ckpt_plan_info sa;
+        ckpt_plan *pl;
+        uint64_t budget, mp, p0, p1, p;
+        double t0, t1, t, scan = INFINITY;
+        random_chain(c, n, 1 + (uint64_t)(ci % 2) * 511);
+        if (plan(c, n, CKPT_POLICY_STORE_ALL, 0, 0, &sa, &pl) != CKPT_OK) { CHECK(0, "store-all"); free(c); continue; }
+        ckpt_plan_destroy(pl);
+        budget = sa.store_all_peak / (uint64_t)rnd_int(2, 6);
+        if (_ckpt_every_k_best(NULL, c, n, budget, &s, &k0, &mp) != CKPT_OK) { free(c); continue; }
+        cases++;
+        CHECK(_ckpt_sched_eval_into(NULL, c, n, &s, NULL, &t0, &p0) == CKPT_OK, "eval");
+        t1 = t0; p1 = p0;
+        CHECK(_ckpt_two_level(NULL, c, n, budget, k0, &s, &t1, &p1) == CKPT_OK, "two-level");
+        CHECK(_ckpt_sched_eval_into(NULL, c, n, &s, NULL, &t, &p) == CKPT_OK && t == t1 && p == p1 && p <= budget,
+              "n %d: the plan's time %.17g and peak %llu, given %.17g and %llu, budget %llu", n, t, (unsigned long long)p,
+              t1, (unsigned long long)p1, (unsigned long long)budget);
+        CHECK(t1 < t0 || (t1 == t0 && p1 <= p0), "n %d: %.17g after every-k's %.17g", n, t1, t0);
+        faster += t1 < t0;
+        for (last = 1; last <= (k0 >= n ? 1 : ((n - 1) / k0) * k0 + 1); last++)
+            if (_ckpt_segments_sched(NULL, c, n, k0, last, &x) == CKPT_OK &&
+                _ckpt_sched_eval_into(NULL, c, n, &x, NULL, &t, &p) == CKPT_OK && p <= budget && t < scan)
+                scan = t;
+        CHECK(t1 >= scan, "n %d: %.17g, faster than every plan of the scan (%.17g)", n, t1, scan);
+        same_as_scan += t1 == scan;
+        free(c);
+    }
+    _ckpt_free(NULL, s.ops); _ckpt_free(NULL, x.ops);
+    CHECK(faster > 0, "two-level: never faster than every-k (%d chains)", cases);
+    printf("test_planner_long: two-level: faster than every-k on %d of %d chains, the scan's best on %d\n", faster,
+           cases, same_as_scan);
+}
+
+/* When the incumbent (every-k's best plan, or >>two-level's) is faster than every plan of the
+   program in the unit max_units asks for, optimal returns it (the program need not finish that
+   table: >>bound). */
 static void incumbent_wins(void) {
     int tries, found = 0;
     for (tries = 0; tries < 40 && found < (TEST_REDUCED ? 1 : 3); tries++) {
@@ -877,22 +919,32 @@ static void incumbent_wins(void) {
         budget = sa.store_all_peak / 3;
         r = _ckpt_persistent(NULL, c, n, budget, mu, 1, INFINITY, &s, &mp, &unit);   /* the program alone */
         if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, NULL, &t, &p);
-        _ckpt_free(NULL, s.ops);
-        if (r == CKPT_OK && plan(c, n, CKPT_POLICY_EVERY_K, budget, 0, &ek, &pk) == CKPT_OK && ek.time < t) {
-            int n1 = 0, n2 = 0;
-            const ckpt_op *o1, *o2;
-            found++;
-            CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, budget, mu, &op, &po) == CKPT_OK && op.time == ek.time,
-                  "n %d at %u units: optimal %.17g, every-k %.17g, the program %.17g", n, mu, op.time, ek.time, t);
-            o1 = ckpt_plan_ops(pk, &n1); o2 = ckpt_plan_ops(po, &n2);
-            CHECK(n1 == n2 && n1 > 0 && !memcmp(o1, o2, (size_t)n1 * sizeof *o1), "n %d at %u units: not every-k's plan", n, mu);
-            if (po) replay_ok(c, n, po, budget);
+        if (r == CKPT_OK && plan(c, n, CKPT_POLICY_EVERY_K, budget, 0, &ek, &pk) == CKPT_OK) {
+            int n2 = 0, k0;
+            const ckpt_op *o2;
+            double ti;
+            uint64_t pi;
+            /* the incumbent: every-k's best plan, or >>two-level's */
+            CHECK(_ckpt_every_k_best(NULL, c, n, budget, &s, &k0, &mp) == CKPT_OK &&
+                  _ckpt_sched_eval_into(NULL, c, n, &s, NULL, &ti, &pi) == CKPT_OK &&
+                  _ckpt_two_level(NULL, c, n, budget, k0, &s, &ti, &pi) == CKPT_OK, "incumbent");
+            CHECK(ti <= ek.time, "n %d: the incumbent %.17g, every-k %.17g", n, ti, ek.time);
+            if (ti < t) {
+                found++;
+                CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, budget, mu, &op, &po) == CKPT_OK && op.time == ti,
+                      "n %d at %u units: optimal %.17g, the incumbent %.17g, the program %.17g", n, mu, op.time, ti, t);
+                o2 = ckpt_plan_ops(po, &n2);
+                CHECK(n2 == s.n_ops && n2 > 0 && !memcmp(s.ops, o2, (size_t)n2 * sizeof *o2),
+                      "n %d at %u units: not the incumbent's plan", n, mu);
+                if (po) replay_ok(c, n, po, budget);
+            }
         }
+        _ckpt_free(NULL, s.ops);
         ckpt_plan_destroy(pk); ckpt_plan_destroy(po);
         free(c);
     }
-    CHECK(found > 0, "no chain where every-k beats the program in a coarse unit");
-    printf("test_planner_long: every-k faster than the program's plans on %d chains: optimal returned it\n", found);
+    CHECK(found > 0, "no chain where the incumbent beats the program in a coarse unit");
+    printf("test_planner_long: the incumbent faster than the program's plans on %d chains: optimal returned it\n", found);
 }
 
 /* Several budgets from one table (at[] of _ckpt_persistent_in: the offload planner's starting
@@ -958,6 +1010,7 @@ int main(void) {
     bounded_table();
     incumbent_wins();
     grid_plans();
+    two_level();
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }
