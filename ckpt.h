@@ -4188,19 +4188,19 @@ static ckpt_result _ckpt_dense_fill(_ckpt_dense *D, _ckpt_team *team) {
 }
 
 /* >>bound: at level 0 the program need only be exact where it can beat an incumbent, a plan of
-   time ub (every-k's best, or >>two-level's, _ckpt_plan_policy). lb(s,t) is the fastest time of (s,t) with memory
-   unlimited, over the program's options summed as the program sums them; out(s,t) bounds from
-   below what the options above (s,t) add to it on the way from (1,n), each sibling at its lb. A
-   value of (s,t) above its bound thr = max(U - out(s,t), lb(s,t)), U = ub (1 + 1e-8), is on no
-   plan of time U or less. The dense table starts the row of (s,t) from thr instead of INFINITY,
-   and the sparse frontier of (s,t) keeps only points faster than thr; an option that reads a
-   value at its sub-problem's bound is then at least its own thr (to rounding), which the fill's
-   run tests and the merges skip. So a cell (or point) holds its exact value, or it and its exact
-   value are both near thr or above. When the top's best time is at most ub (1 + 1e-9), far below
-   U against rounding (a few ulps a level), it and the values the plan is emitted from are exact:
-   the plan is the unbounded program's; above, no plan of the program takes ub or less (bench/
-   RESULTS.md: 400 distinct stages at 500 units, the fill 0.6 s instead of 1.1). 0: out of
-   memory. */
+   time ub (every-k's best, or >>two-level's: _ckpt_plan_policy). lb(s,t) is the fastest time of
+   (s,t) with memory unlimited, over the program's options summed as the program sums them;
+   out(s,t) bounds from below what the options above (s,t) add to it on the way from (1,n), each
+   sibling at its lb. A value of (s,t) above its bound thr = max(U - out(s,t), lb(s,t)), U = ub
+   (1 + 1e-8), is on no plan of time U or less. The dense table starts the row of (s,t) from thr
+   instead of INFINITY, and the sparse frontier of (s,t) keeps only points faster than thr; an
+   option that reads a value at its sub-problem's bound is then at least its own thr (to rounding),
+   which the fill's run tests and the merges skip. So a cell (or point) holds its exact value, or
+   it and its exact value are both near thr or above. When the top's best time is at most ub
+   (1 + 1e-9), far below U against rounding (a few ulps a level), it and the values the plan is
+   emitted from are exact: the plan is the unbounded program's; above, no plan of the program takes
+   ub or less (bench/RESULTS.md: 400 distinct stages at 500 units, the fill 0.6 s instead of 1.1).
+   0: out of memory. */
 static int _ckpt_dp_bounds(_ckpt_dp *d, double ub) {
     int n = d->n, s, t, j, i, no;
     size_t nn = (size_t)(n + 2) * (size_t)(n + 1), x;
