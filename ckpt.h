@@ -2354,10 +2354,11 @@ static ckpt_result _ckpt_segments_sched(const ckpt_allocator *al, const ckpt_cos
     _ckpt_free(al, start); _ckpt_free(al, rec);
     return r;
 }
-/* Every-k: the last segment starts after the last multiple of k. */
+/* Every-k's last segment: its first stage, after the last multiple of k. */
+static int _ckpt_every_k_last(int n, int k) { return k >= n ? 1 : ((n - 1) / k) * k + 1; }
 static ckpt_result _ckpt_every_k_sched(const ckpt_allocator *al, const ckpt_cost *c, int n, int k,
                                        _ckpt_sched *out) {
-    return _ckpt_segments_sched(al, c, n, k, k >= n ? 1 : ((n - 1) / k) * k + 1, out);
+    return _ckpt_segments_sched(al, c, n, k, _ckpt_every_k_last(n, k), out);
 }
 
 /* sqrt: m = round(sqrt(n)) segments with evenly spaced starts. */
@@ -4004,6 +4005,11 @@ static void _ckpt_dense_option(const _ckpt_dense *D, double *cur, const _ckpt_op
                     o->s1 ? _ckpt_sum(D, o->s1, o->t1, o->f1) : D->zeros, o->s1 ? _ckpt_drow_of(D, o->s1, o->t1, o->f1) : &D->zrow,
                     o->s2 ? _ckpt_sum(D, o->s2, o->t2, o->f2) : D->zeros, o->s2 ? _ckpt_drow_of(D, o->s2, o->t2, o->f2) : &D->zrow);
 }
+/* The unsplit options of (s,t) in family f into its row cur (>>splits0); d: the worker's copy. */
+static void _ckpt_dense_unsplit(const _ckpt_dense *D, _ckpt_dp *d, double *cur, int s, int t, int f) {
+    int i, no = _ckpt_dp_unsplit(d, s, t, f);
+    for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i]);
+}
 
 /* Split j of Seg(s,t,0) into cur (>>splits0): fsum is f_s + .. + f_j, summed as _ckpt_dp_gen sums
    it (left to right); lo its floor and x X[s-1], in units (sizes are multiples of the unit); s2,
@@ -4051,7 +4057,7 @@ static void _ckpt_tile_at(const _ckpt_dense *D, int i, int *dd, int *b) {
 static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
     _ckpt_dense *D = (_ckpt_dense *)team->arg;
     _ckpt_dp *d = team->wd[w];
-    int n = d->n, T = _CKPT_TILE, dd, b, s, t, j, q, i, s0, s1, t0, t1;
+    int n = d->n, T = _CKPT_TILE, dd, b, s, t, j, q, s0, s1, t0, t1;
     int64_t M = D->M, m, k;
     double *fs = D->fsum + (size_t)w * _CKPT_TILE * (size_t)(n + 1);
     double *scr = D->pack ? D->scr + (size_t)w * (size_t)D->scr_rows * (size_t)(M + 1) : NULL;
@@ -4078,11 +4084,7 @@ static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
         int64_t x = (int64_t)(_ckpt_dp_x(d, s) / d->unit);
         if (split) {    /* (level 0: its one family; the unsplit options read (s+1,t) only) */
             for (t = s > t0 ? s : t0; t <= t1; t++)
-                if (own[_CKPT_IDX(d, s, t)] == 2) {
-                    double *cur = _ckpt_drow_of(D, s, t, 0)->p;
-                    int no = _ckpt_dp_unsplit(d, s, t, 0);
-                    for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i]);
-                }
+                if (own[_CKPT_IDX(d, s, t)] == 2) _ckpt_dense_unsplit(D, d, _ckpt_drow_of(D, s, t, 0)->p, s, t, 0);
             for (j = s1; j < t0; j++) {     /* (none in the diagonal's tiles, where t0 = s0) */
                 uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)];
                 const double *s2 = _ckpt_sum(D, s, j, 0);
@@ -4096,12 +4098,11 @@ static void _ckpt_dense_tile(_ckpt_team *team, int w, int tile) {
         }
         for (t = s > t0 ? s : t0; t <= t1; t++)
             for (q = 0; own[_CKPT_IDX(d, s, t)] && q < d->nfam; q++) {
-                int f = d->fam[q], no;
+                int f = d->fam[q];
                 _ckpt_drow *r = _ckpt_drow_of(D, s, t, f);
                 double *cur = r->p, *sum = _ckpt_sum(D, s, t, f);
                 if ((int64_t)(d->minp[f][_CKPT_IDX(d, s, t)] / d->unit) <= M) {
-                    no = split ? 0 : _ckpt_dp_unsplit(d, s, t, f);
-                    for (i = 0; i < no; i++) _ckpt_dense_option(D, cur, &d->opts[i]);
+                    if (!split) _ckpt_dense_unsplit(D, d, cur, s, t, f);
                     for (j = s; j < t && split; j++) {
                         uint64_t sw = d->sweep[_CKPT_IDX(d, s, j)] + _ckpt_dp_g(d, t);
                         if (sw > d->budget) break;      /* (it grows with j) */
@@ -4583,7 +4584,7 @@ static ckpt_result _ckpt_two_level(const ckpt_allocator *al, const ckpt_cost *c,
     _ckpt_sched tmp = {NULL, 0, 0};
     _ckpt_an_scratch sc = {NULL, 0, 0};
     ckpt_result r = CKPT_OK;
-    int lo = 1, hi = k >= n ? 1 : ((n - 1) / k) * k + 1;
+    int lo = 1, hi = _ckpt_every_k_last(n, k);
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2;
         double t;

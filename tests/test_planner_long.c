@@ -884,7 +884,7 @@ static void two_level(void) {
               t1, (unsigned long long)p1, (unsigned long long)budget);
         CHECK(t1 < t0 || (t1 == t0 && p1 <= p0), "n %d: %.17g after every-k's %.17g", n, t1, t0);
         faster += t1 < t0;
-        for (last = 1; last <= (k0 >= n ? 1 : ((n - 1) / k0) * k0 + 1); last++)
+        for (last = 1; last <= _ckpt_every_k_last(n, k0); last++)
             if (_ckpt_segments_sched(NULL, c, n, k0, last, &x) == CKPT_OK &&
                 _ckpt_sched_eval_into(NULL, c, n, &x, NULL, &t, &p) == CKPT_OK && p <= budget && t < scan)
                 scan = t;
