@@ -68,8 +68,8 @@
    CKPT_NO_THREADS         leave out <pthread.h>: ckpt_plan_desc.threads is then ignored (it
                            is included by default on POSIX systems; with glibc before 2.34,
                            link with -pthread).
-   CKPT_NO_HUGEPAGES       no madvise(MADV_HUGEPAGE) on the planner's tables (MEMORY) and no
-                           <sys/mman.h>: for systems where 2 MiB pages cost more than they save.
+   CKPT_HUGEPAGES          madvise(MADV_HUGEPAGE) on the planner's large tables, on Linux
+                           (MEMORY): for a program that plans again and again, seconds apart.
    CKPT_MAX_STAGES         largest chain accepted (default 4096).
    CKPT_CUBIC_MAX_STAGES   longest chain the optimal and greedy policies plan (default 1024:
                            their cost grows as n^3); longer ones get CKPT_ERR_TOO_COMPLEX, and
@@ -87,15 +87,15 @@
    The library allocates host memory (chain, plans, schedules) through the allocator in the desc,
    else CKPT_MALLOC/CKPT_FREE, else malloc/free (from several threads at once when planning with
    ckpt_plan_desc.threads > 1: COST MODEL). The long-chain program's large tables (hundreds of MB
-   for hundreds of distinct stages, of which the fill writes about half, >>packed: 188 MB peak
-   RSS for 400 at 500 units) ask Linux for 2 MiB pages (madvise MADV_HUGEPAGE, >>hugepages):
-   a page fault per 2 MiB instead of per 4 KiB. They do when they come from malloc (no allocator
-   in the desc, no CKPT_MALLOC), CKPT_NO_HUGEPAGES is not defined, and <sys/mman.h> declares
-   MADV_HUGEPAGE, as glibc's does unless the file is strict ISO C (-std=c11 without
-   _DEFAULT_SOURCE or _GNU_SOURCE). On the developers' AMD VM, 400 distinct stages at 500 units
-   then planned in 1.3 s instead of 2.1 (2026-11-27, before >>bound); on an Intel VM, an earlier
-   trial measured 2.1-2.4 s instead of 1.6-1.7 (the kernel's clearing of 2 MiB pages took 35%):
-   bench/RESULTS.md.
+   for hundreds of distinct stages, of which the fill writes about half, >>packed: 177 MB peak
+   RSS for 400 at 500 units) take the system's default pages. With CKPT_HUGEPAGES defined they
+   ask Linux for 2 MiB pages (madvise MADV_HUGEPAGE, >>hugepages), when they come from malloc
+   (no allocator in the desc, no CKPT_MALLOC) and <sys/mman.h> declares MADV_HUGEPAGE (glibc's
+   does unless the file is strict ISO C: -std=c11 without _DEFAULT_SOURCE or _GNU_SOURCE). On
+   the developers' AMD VM that is slower for a process's first call, and a little faster for
+   calls a few seconds apart: 400 distinct stages at 500 units took 804-974 ms with it and
+   647-717 without on a first call, 571-717 and 639-709 on a second (2026-11-28,
+   bench/RESULTS.md).
    Device memory comes only from the backend: one arena per plan, allocated by ckpt_chain_plan
    and freed by the next plan or by ckpt_chain_destroy. Every buffer in it has an offset fixed at
    plan time, so a training step allocates nothing. The caller owns X[0] (the input), G[0] (the
@@ -1475,7 +1475,7 @@ CKPT_API void ckpt_trace_free(ckpt_trace *trace);
 #define CKPT_MALLOC(sz, u) ((void)(u), malloc(sz))
 #define CKPT_FREE(p, u) ((void)(u), free(p))
 /* >>hugepages: malloc's memory for the planner's large tables, on Linux (MEMORY in the manual) */
-#if defined(__linux__) && !defined(CKPT_NO_HUGEPAGES)
+#if defined(__linux__) && defined(CKPT_HUGEPAGES)
 #include <sys/mman.h>
 #define _CKPT_HUGEPAGES 1
 #endif
@@ -1513,10 +1513,10 @@ static void _ckpt_free(const ckpt_allocator *a, void *p) {
     if (a && a->alloc) { a->free(p, a->user); return; }
     CKPT_FREE(p, a ? a->user : NULL);
 }
-/* _ckpt_malloc for a large table that is written soon after, page by page (>>hugepages): the
-   first write to each page is a fault (400 stages at 500 units, before >>bound: 87,000 faults
-   and 2.1 s with 4 KiB pages, 3,300 and 1.3 s with 2 MiB ones, bench/RESULTS.md). The advice
-   covers the 2 MiB pages inside the block, and goes with the block when free unmaps it. */
+/* _ckpt_malloc for a large table that is written soon after, page by page. The first write to
+   each page is a fault; with CKPT_HUGEPAGES (>>hugepages), one per 2 MiB (400 stages at 500
+   units: 45,000 faults of 4 KiB, about 6,000 with the advice). The advice covers the 2 MiB
+   pages inside the block, and goes with the block when free unmaps it. */
 static void *_ckpt_malloc_big(const ckpt_allocator *a, size_t bytes) {
     void *p = _ckpt_malloc(a, bytes);
 #if defined(MADV_HUGEPAGE) && defined(_CKPT_HUGEPAGES)

@@ -36,7 +36,7 @@
                   unit is 1, so that the units column is then the budget).
    Usage: plan_bench [--csv DIR] [--units N] [--threads N] [--chains K] [--offload X] [reps]
                      [max_stages] [small|hetero|repeat|short] */
-#define _DEFAULT_SOURCE     /* clock_gettime; madvise: the tables in 2 MiB pages (>>hugepages in ckpt.h) */
+#define _DEFAULT_SOURCE     /* clock_gettime */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 

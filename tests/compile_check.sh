@@ -8,8 +8,8 @@
 #   -O3        (C compilers) one-tu at -O3, where inlining brings warnings of its own
 #   max-stages (C compilers) one-tu with the user's own CKPT_MAX_STAGES (the manual allows it)
 #   no-threads (C compilers) one-tu with CKPT_NO_THREADS (no <pthread.h>)
-#   gnu11      (C compilers) one-tu at -O3 as -std=gnu11, where <sys/mman.h> declares madvise on
-#              Linux: the planner's huge-page advice (>>hugepages) compiles in
+#   gnu11      (C compilers) one-tu at -O3 as -std=gnu11 with CKPT_HUGEPAGES, where <sys/mman.h>
+#              declares madvise on Linux: the planner's huge-page advice (>>hugepages) compiles in
 #   c-impl     (C++ compilers) the implementation built as C by the matching C compiler, called
 #              from a C++ unit, linked by the C++ compiler
 # A compiler that is not installed is skipped, not failed.
@@ -163,7 +163,7 @@ for cc in "${c_compilers[@]}"; do
     check "$cc c11 -O3" build_and_run "o_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" -O3 single.c
     check "$cc c11 max-stages" build_and_run "m_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" -DCKPT_MAX_STAGES=100 single.c
     check "$cc c11 no-threads" build_and_run "t_$cc" "$cc" "${c_mode[@]}" "${flags[@]}" -DCKPT_NO_THREADS single.c
-    check "$cc gnu11 -O3" build_and_run "g_$cc" "$cc" -std=gnu11 "${flags[@]}" -O3 single.c
+    check "$cc gnu11 -O3" build_and_run "g_$cc" "$cc" -std=gnu11 "${flags[@]}" -DCKPT_HUGEPAGES -O3 single.c
 done
 
 for cxx in "${cxx_compilers[@]}"; do

@@ -80,7 +80,6 @@
    the file, line and problem; also a chain too long for the chosen policy, and a --sweep or
    --trace file that cannot be created); 1 an internal or library failure (also a failed
    write). */
-#define _DEFAULT_SOURCE     /* madvise: the planner's tables in 2 MiB pages (>>hugepages in ckpt.h) */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
 
