@@ -4300,7 +4300,7 @@ static uint64_t _ckpt_exact_unit(const ckpt_cost *c, int n) {
 }
 
 /* Limits of the dense table: memory (before >>packed) and work (400 distinct stages at 500 units
-   fit: 0.63-1.34 s on 1 thread over six chains, bench/RESULTS.md, 2026-11-28). */
+   fit: 0.60-0.66 s on 1 thread over six chains, bench/RESULTS.md, 2026-11-28 (eighth session)). */
 #define _CKPT_DENSE_MAX_BYTES ((uint64_t)384 << 20)
 #define _CKPT_DENSE_MAX_WORK 1.2e10
 
