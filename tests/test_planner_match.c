@@ -14,7 +14,10 @@
    test prints how often the time equals the all-schedules optimum and fails below MATCH_GATE
    percent (MATCH_GATE_FLAGGED for chains with flags). ckpt_plan_create's layout can need more
    than the peak: then it plans lower (compared with the optimum at its fit_budget) or reports
-   the budget infeasible with a larger min_budget.
+   the budget infeasible with a larger min_budget. At the smallest peak it may return >>floor's
+   plan (guarantee NONE, not the fastest there): those plans are counted apart, with how many are
+   slower than the optimum and, of those, how many where the optimum's own arena would have fit;
+   the rate over the other cases is gated as the program's are.
    A second set of chains has tape options (half the stages get 1 to 3, with tapes of 0 to 1.5
    times the stage's and 0 to 5 more backward time), where the planners choose an option for
    every kept tape: the same checks and gates, and at least a tenth of the plans must keep a tape
@@ -88,6 +91,9 @@ static double replay(const ckpt_cost *c, int n, const _ckpt_sched *s, uint64_t *
 }
 
 static int n_cases, n_feasible, match[3], miss_shown, layout_limited, opt_used;
+/* ckpt_plan_create's plans with guarantee NONE (>>floor's plan): how many, how many as fast as
+   the optimum, and of those slower, how many where the optimum's own arena fits the budget */
+static int floor_plans, floor_match, floor_beaten;
 static int cur_flagged, n_flagged, match_flagged[3];   /* cases whose chain has no-checkpoint flags */
 static double worst[3];
 
@@ -97,6 +103,8 @@ static void check_form(const ckpt_cost *c, int n, uint64_t budget, int form, dou
     _ckpt_sched s = {NULL, 0, 0};
     uint64_t mp = 0, peak = 0, unit = CKPT_ALIGN;
     double t = -1.0;
+    int is_floor = 0;
+    uint64_t fit = budget;  /* ckpt_plan_create: the budget it planned for, where ref_t is the optimum */
     ckpt_result r;
     if (form < 2) {
         r = _ckpt_persistent_in(NULL, c, n, budget, unit, _ckpt_dp_level(n), 0, form == 0, 1, INFINITY, &budget, 1, &s,
@@ -113,6 +121,13 @@ static void check_form(const ckpt_cost *c, int n, uint64_t budget, int form, dou
         if (r == CKPT_OK) {
             s.ops = (ckpt_op *)ckpt_plan_ops(plan, &s.n_ops);
             t = replay(c, n, &s, &peak);
+            if (info.guarantee == CKPT_GUARANTEE_NONE) {    /* only at the smallest peak (the manual) */
+                CHECK(info.fit_budget == ref_min, "ckpt_plan_create: guarantee NONE planned for %llu, not the "
+                      "smallest peak %llu", (unsigned long long)info.fit_budget, (unsigned long long)ref_min);
+                floor_plans++;
+                is_floor = 1;
+                fit = info.fit_budget;
+            }
             CHECK(info.arena <= budget, "ckpt_plan_create: arena %llu over the budget %llu",
                   (unsigned long long)info.arena, (unsigned long long)budget);
             if (info.fit_budget < budget) {     /* the arena made it plan lower: compare there */
@@ -150,10 +165,20 @@ static void check_form(const ckpt_cost *c, int n, uint64_t budget, int form, dou
             for (q = 0; q < s.n_ops; q++) used |= s.ops[q].kind == CKPT_OP_F && s.ops[q].tape && s.ops[q].option;
             opt_used += used;
         }
-        if (t == ref_t) { match[form]++; match_flagged[form] += cur_flagged; }
+        if (t == ref_t) { match[form]++; match_flagged[form] += cur_flagged; floor_match += is_floor; }
         else {
             double rel = (t - ref_t) / ref_t;
             CHECK(t > ref_t, "%s: time %g below the exact optimum %g", names[form], t, ref_t);
+            if (is_floor) {     /* a plan as fast whose own layout fits the budget: the optimum's? */
+                _ckpt_sched e = {NULL, 0, 0};
+                ckpt_plan_info ei;
+                uint64_t pool = 0;
+                memset(&ei, 0, sizeof ei);
+                if (_ckpt_exact_search(NULL, c, n, fit, 0, &e, NULL) == CKPT_OK &&
+                    _ckpt_plan_measure(NULL, c, n, &e, NULL, &ei, &pool) == CKPT_OK && ei.arena <= budget)
+                    floor_beaten++;
+                free(e.ops);
+            }
             if (rel > worst[form]) worst[form] = rel;
             if (miss_shown < 8 && form == 1) {
                 miss_shown++;
@@ -185,6 +210,7 @@ static void check_form(const ckpt_cost *c, int n, uint64_t budget, int form, dou
 static int run(const char *label, int cases, int max_n, int with_options) {
     int i, form, fails = 0;
     n_cases = n_feasible = miss_shown = layout_limited = opt_used = 0;
+    floor_plans = floor_match = floor_beaten = 0;
     n_flagged = 0;
     for (form = 0; form < 3; form++) { match[form] = match_flagged[form] = 0; worst[form] = 0; }
     for (i = 0; n_cases < cases; i++) {
@@ -239,6 +265,19 @@ static int run(const char *label, int cases, int max_n, int with_options) {
     }
     printf("test_planner_match: %s: %d cases (%d feasible; ckpt_plan_create: %d where the plan's layout needs more than "
            "the budget, counted as matches when its min_budget says so)\n", label, n_cases, n_feasible, layout_limited);
+    {   /* ckpt_plan_create: its plans with a guarantee are gated; >>floor's plans are counted */
+        int g_cases = n_cases - floor_plans, g_match = match[2] - floor_match;
+        double rate = 100.0 * g_match / (g_cases ? g_cases : 1);
+        printf("test_planner_match: %s: ckpt_plan_create: %d plans with guarantee NONE (>>floor's plan at the smallest "
+               "peak, where the fastest plan there needs a larger arena): %d as fast as the optimum, %d slower, %d of "
+               "them where the optimum's own arena fits the budget; the other cases optimal in %d of %d (%.2f%%)\n",
+               label, floor_plans, floor_match, floor_plans - floor_match, floor_beaten, g_match, g_cases, rate);
+        if (rate < MATCH_GATE) {
+            printf("FAIL: %s: ckpt_plan_create: %.2f%% of the cases without >>floor's plan, below %.2f%%\n", label,
+                   rate, MATCH_GATE);
+            fails++;
+        }
+    }
     if (with_options) {
         printf("test_planner_match: %s: %d of %d sparse plans keep a tape in an option other than 0\n", label, opt_used,
                n_cases);
