@@ -87,7 +87,7 @@
    The library allocates host memory (chain, plans, schedules) through the allocator in the desc,
    else CKPT_MALLOC/CKPT_FREE, else malloc/free (from several threads at once when planning with
    ckpt_plan_desc.threads > 1: COST MODEL). The long-chain program's large tables (hundreds of MB
-   for hundreds of distinct stages, of which the fill writes about half, >>packed: 177 MB peak
+   for hundreds of distinct stages, of which the fill writes about half, >>packed: 180 MB peak
    RSS for 400 at 500 units) take the system's default pages. With CKPT_HUGEPAGES defined they
    ask Linux for 2 MiB pages (madvise MADV_HUGEPAGE, >>hugepages), when they come from malloc
    (no allocator in the desc, no CKPT_MALLOC) and <sys/mman.h> declares MADV_HUGEPAGE (glibc's
