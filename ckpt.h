@@ -4603,6 +4603,18 @@ static ckpt_result _ckpt_two_level(const ckpt_allocator *al, const ckpt_cost *c,
     return r;
 }
 
+/* Optimal's incumbent (>>bound): every-k's best plan, or >>two-level's when faster, into *ek, of
+   time *t and peak *p; none (ek->n_ops 0) when no every-k plan fits the budget. */
+static ckpt_result _ckpt_incumbent(const ckpt_allocator *al, const ckpt_cost *c, int n, uint64_t budget,
+                                   _ckpt_sched *ek, double *t, uint64_t *p) {
+    int k = 1;
+    ckpt_result r = _ckpt_every_k_best(al, c, n, budget, ek, &k, p);
+    if (r == CKPT_ERR_INFEASIBLE) { ek->n_ops = 0; return CKPT_OK; }
+    if (r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, ek, NULL, t, p);
+    if (r == CKPT_OK) r = _ckpt_two_level(al, c, n, budget, k, ek, t, p);
+    return r;
+}
+
 /* Whether every size is a multiple of unit (then the program's rounding changed nothing). */
 static int _ckpt_unit_exact(const ckpt_cost *c, int n, uint64_t unit) {
     int i, o;
@@ -4681,8 +4693,7 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
     ckpt_result r;
     double t = 0.0;
     uint64_t p = 0;
-    _ckpt_sched ek = {NULL, 0, 0};     /* optimal: the incumbent (every-k's best k, >>two-level) */
-    int ek_k;
+    _ckpt_sched ek = {NULL, 0, 0};     /* optimal: the incumbent (_ckpt_incumbent) */
     info->unit = 1;
     info->guarantee = CKPT_GUARANTEE_NONE;
     switch (policy) {
@@ -4722,12 +4733,9 @@ static ckpt_result _ckpt_plan_policy(const ckpt_allocator *al, const ckpt_cost *
         if (n > CKPT_CUBIC_MAX_STAGES) return CKPT_ERR_TOO_COMPLEX;
         info->guarantee = CKPT_GUARANTEE_PERSISTENT;
         s->n_ops = 0;
-        /* an incumbent first, of time t and peak p (every-k's best plan, or >>two-level's when
-           faster): the program need only be exact where it is faster (>>bound) */
-        r = _ckpt_every_k_best(al, c, n, budget, &ek, &ek_k, &p);
-        if (r == CKPT_OK) r = _ckpt_sched_eval_into(al, c, n, &ek, NULL, &t, &p);
-        else if (r == CKPT_ERR_INFEASIBLE) { r = CKPT_OK; ek.n_ops = 0; }
-        if (r == CKPT_OK && ek.n_ops) r = _ckpt_two_level(al, c, n, budget, ek_k, &ek, &t, &p);
+        /* an incumbent first, of time t and peak p: the program need only be exact where it is
+           faster (>>bound) */
+        r = _ckpt_incumbent(al, c, n, budget, &ek, &t, &p);
         if (r == CKPT_OK)
             r = _ckpt_persistent(al, c, n, budget, max_units, threads, ek.n_ops ? t : INFINITY, s, &info->min_budget,
                                  &info->unit);

@@ -920,14 +920,11 @@ static void incumbent_wins(void) {
         r = _ckpt_persistent(NULL, c, n, budget, mu, 1, INFINITY, &s, &mp, &unit);   /* the program alone */
         if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, NULL, &t, &p);
         if (r == CKPT_OK && plan(c, n, CKPT_POLICY_EVERY_K, budget, 0, &ek, &pk) == CKPT_OK) {
-            int n2 = 0, k0 = 1;
+            int n2 = 0;
             const ckpt_op *o2;
             double ti = INFINITY;
             uint64_t pi = 0;
-            /* the incumbent: every-k's best plan, or >>two-level's */
-            CHECK(_ckpt_every_k_best(NULL, c, n, budget, &s, &k0, &mp) == CKPT_OK &&
-                  _ckpt_sched_eval_into(NULL, c, n, &s, NULL, &ti, &pi) == CKPT_OK &&
-                  _ckpt_two_level(NULL, c, n, budget, k0, &s, &ti, &pi) == CKPT_OK, "incumbent");
+            CHECK(_ckpt_incumbent(NULL, c, n, budget, &s, &ti, &pi) == CKPT_OK && s.n_ops > 0, "incumbent");
             CHECK(ti <= ek.time, "n %d: the incumbent %.17g, every-k %.17g", n, ti, ek.time);
             if (ti < t) {
                 found++;
