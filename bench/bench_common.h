@@ -10,8 +10,8 @@
    and optionally
      BENCH_CPU_MS(r)     the median CPU time of Run *r's timed steps, in ms: adds the columns
                          "cpu ms" and "cpu x" (its ratio to store-all's) beside the wall time;
-     BENCH_OPT1(r)       how many blocks' F kept tape option 1 in Run *r's plan: adds the column
-                         "opt1" (CSV: n_option1, the last column);
+     BENCH_OPTIONS(r)    how many blocks' F kept each tape option in Run *r's plan, a string
+                         "n0/n1/...": adds the column "options" (CSV: option_counts, the last);
      BENCH_RUN_FREE(r)   frees what Run *r holds (default: free((r)->grads)). */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
@@ -23,10 +23,10 @@
 #else
 #define BENCH_CPU_CSV ""
 #endif
-#ifdef BENCH_OPT1
-#define BENCH_OPT1_CSV ",n_option1"
+#ifdef BENCH_OPTIONS
+#define BENCH_OPTIONS_CSV ",option_counts"
 #else
-#define BENCH_OPT1_CSV ""
+#define BENCH_OPTIONS_CSV ""
 #endif
 #ifndef BENCH_RUN_FREE
 #define BENCH_RUN_FREE(r) free((r)->grads)
@@ -63,7 +63,7 @@ static void print_header(const Config *cfg, int csv)
     if (csv) {
         printf("policy,k,frac,budget_bytes,feasible,planned_peak,arena_high_water," BENCH_MEM_CSV ",n_recomputed,"
                "pred_ms,meas_ms,pred_ratio,meas_ratio,mem_ratio,min_budget,grads_identical,"
-               "pinned_bytes,loads_per_step,slot_bytes" BENCH_CPU_CSV BENCH_OPT1_CSV "\n");
+               "pinned_bytes,loads_per_step,slot_bytes" BENCH_CPU_CSV BENCH_OPTIONS_CSV "\n");
         return;
     }
     printf("%-14s %5s %12s %12s", "policy", "frac", "planned MiB", BENCH_MEM_LABEL);
@@ -78,8 +78,8 @@ static void print_header(const Config *cfg, int csv)
     printf(" %7s", "cpu x");
 #endif
     printf(" %6s", "mem x");
-#ifdef BENCH_OPT1
-    printf(" %4s", "opt1");
+#ifdef BENCH_OPTIONS
+    printf(" %9s", "options");
 #endif
     printf(" %s\n", "grads");
 }
@@ -93,7 +93,7 @@ static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, 
     run_name(r, name, sizeof name);
     if (csv && !r->feasible) {
         printf("%s,,%g,%llu,0,,,,,,,,,,%llu,,,,%s%s\n", ckpt_policy_name(r->policy), frac, (unsigned long long)budget,
-               (unsigned long long)r->info.min_budget, BENCH_CPU_CSV[0] ? ",," : "", BENCH_OPT1_CSV[0] ? "," : "");
+               (unsigned long long)r->info.min_budget, BENCH_CPU_CSV[0] ? ",," : "", BENCH_OPTIONS_CSV[0] ? "," : "");
         return;
     }
     if (!r->feasible) {
@@ -113,8 +113,8 @@ static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, 
 #ifdef BENCH_CPU_MS
         printf(",%.4f,%.4f", BENCH_CPU_MS(r), BENCH_CPU_MS(r) / BENCH_CPU_MS(ref));
 #endif
-#ifdef BENCH_OPT1
-        printf(",%d", BENCH_OPT1(r));
+#ifdef BENCH_OPTIONS
+        printf(",%s", BENCH_OPTIONS(r));
 #endif
         printf("\n");
         return;
@@ -131,8 +131,8 @@ static void print_run(const Config *cfg, int csv, const Run *r, const Run *ref, 
     printf(" %7.3f", BENCH_CPU_MS(r) / BENCH_CPU_MS(ref));
 #endif
     printf(" %6.3f", mem_x);
-#ifdef BENCH_OPT1
-    printf(" %4d", BENCH_OPT1(r));
+#ifdef BENCH_OPTIONS
+    printf(" %9s", BENCH_OPTIONS(r));
 #endif
     printf(" %s\n", same ? "same" : "DIFFER");
 }

@@ -36,14 +36,16 @@
    throttled to that many GB/s each way ("pinned MiB": the pool). --stream 1 streams the
    parameters on every line, the reference included.
 
-   Tape options: every block declares examples/mlp_cpu.c's tape option 1 (its tape without the
-   GELU output, which its backward recomputes; bwd_extra is the recompute's time, measured at
-   start-up as the example does). The optimal policy (and offload, from optimal's plans) keeps a
-   tape in option 1 where that pays; the other policies keep option 0; under every policy an F
-   that keeps no tape runs option 1, the smaller. "opt1" (CSV: n_option1, the last column) counts
-   the blocks whose F kept option 1 in each plan.
-   Store-all, the reference, keeps option 0; the line after it, "store-all opt1" (CSV policy
-   "custom", frac its memory ratio), runs store-all's schedule keeping every tape in option 1.
+   Tape options: every block declares examples/mlp_cpu.c's tape options 1-3 (its tape without the
+   GELU output; also without the LN output; only the row statistics and the dropout mask: the
+   backward recomputes what is left out; each bwd_extra is the recompute's time, measured at
+   start-up as the example does). The optimal policy (and offload, from optimal's plans) keeps
+   each tape in the option that pays; the other policies keep option 0; under every policy an F
+   that keeps no tape runs option 3, the smallest. "options" (CSV: option_counts, the last
+   column) counts the blocks whose F kept options 0/1/2/3 in each plan.
+   Store-all, the reference, keeps option 0; the three lines after it, "store-all optk" (CSV
+   policy "custom", frac its memory ratio), run store-all's schedule keeping every tape in option
+   k, for k = 1, 2, 3.
    --no-options declares no option (and no forward workspace for it): the stages are what they
    were before options, to compare.
 
@@ -65,7 +67,7 @@
 #define BENCH_MEM_BYTES(r) ((r)->stats.arena_bytes)
 #define BENCH_TRAIN session_train
 #define BENCH_CPU_MS(r) ((r)->cpu_ms_per_step)
-#define BENCH_OPT1(r) ((r)->n_opt1)
+#define BENCH_OPTIONS(r) ((r)->opt_counts)
 #define BENCH_RUN_FREE(r) run_free(r)
 #include "bench_common.h"
 
@@ -78,7 +80,7 @@ static void usage(const char *prog)
             "defaults: --width 64 --depth 8 --batch 256 --steps 6 (1 warm-up, then timed; the median)\n"
             "          --dropout 0.1 --seed 42 --fracs 1,0.8,0.6,0.5,0.4,0.3,0.25,0.2 (of store-all's peak)\n"
             "          --policies every-k,sqrt,greedy,optimal (and offload with --bandwidth)\n"
-            "          --threads $OPENBLAS_NUM_THREADS if set, else 1; --rounds 1 (at most 64); tape option 1 declared\n",
+            "          --threads $OPENBLAS_NUM_THREADS if set, else 1; --rounds 1 (at most 64); tape options 1-3 declared\n",
             prog);
     exit(2);
 }
@@ -162,14 +164,7 @@ int main(int argc, char **argv)
     printf("%sblocks (mean of the measured medians): fwd %.3f ms, bwd %.3f ms; store-all: planned peak %llu bytes (%.2f MiB), predicted "
            "%.3f ms, measured %.3f ms (CPU %.3f ms) per step\n", lead, ss.fwd_ms, ss.bwd_ms,
            (unsigned long long)ref.info.peak, mib(ref.info.peak), ref.info.time, ref.ms_per_step, ref.cpu_ms_per_step);
-    if (cfg.no_options)
-        printf("%stape options off (--no-options): every block keeps option 0, %zu bytes of tape\n", lead,
-               ss.model.tape_bytes[0]);
-    else
-        printf("%stape option 1 (no GELU output, recomputed in backward): tape %zu bytes per block (option 0: %zu), "
-               "bwd_extra %.3f ms (the recompute timed alone; backward measured under store-all in option 1: "
-               "%.3f ms per block)\n", lead, ss.model.tape_bytes[1], ss.model.tape_bytes[0], ss.bwd_extra_ms,
-               ss.bwd1_ms);
+    print_options(&ss, lead);
     printf("%sstore-all's last gradients: checksum %016llx\n", lead,
            (unsigned long long)ckpt_checksum(ref.grads, (ss.model.n_params + (size_t)cfg.N * cfg.C) * sizeof(float)));
     if (cfg.bandwidth_gbs > 0.0)
@@ -181,13 +176,15 @@ int main(int argc, char **argv)
     print_header(&cfg, csv);
     print_run(&cfg, csv, &ref, &ref, 1.0, ref.info.peak, 1);
     int all_same = 1;
-    if (!cfg.no_options) {  /* store-all's schedule keeping every tape in option 1 (CSV: "custom") */
-        Run all1;
-        session_train_store_all(&ss, 1, "store-all opt1", &all1);
-        int same = same_grads(&ss, &all1, &ref);
-        all_same &= same && all1.n_opt1 == cfg.L;
-        print_run(&cfg, csv, &all1, &ref, (double)all1.info.peak / (double)ref.info.peak, all1.info.peak, same);
-        run_free(&all1);
+    for (int o = 1; !cfg.no_options && o < N_OPTIONS; o++) {  /* store-all's schedule keeping every tape in
+                                                                option o (CSV: "custom") */
+        static const char *const label[N_OPTIONS] = { "", "store-all opt1", "store-all opt2", "store-all opt3" };
+        Run all;
+        session_train_store_all(&ss, o, label[o], &all);
+        int same = same_grads(&ss, &all, &ref);
+        all_same &= same && all.n_opt[o] == cfg.L;
+        print_run(&cfg, csv, &all, &ref, (double)all.info.peak / (double)ref.info.peak, all.info.peak, same);
+        run_free(&all);
     }
     if (!csv) printf("\n");
 

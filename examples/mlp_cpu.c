@@ -11,21 +11,26 @@
    stage times every plan uses are measured first by the library (ckpt_chain_measure: one warm-up
    and three timed store-all steps, medians per block).
 
-   Tape options (TAPE OPTIONS in ckpt.h). A block's tape (option 0) holds the LayerNorm output,
-   its mean and rstd, h (pre-GELU), a = GELU(h) and the dropout mask. Each block also declares
-   option 1: the same tape without a, 43% smaller, whose backward recomputes a from h with the
-   forward's own gelu_rows (the same code, so the same bits) into its workspace before use. Its
-   forward still computes a, for W2, into the forward workspace (N x H floats: ckpt.h has no
-   per-option workspace, so option 0's forward is given it too and leaves it unused). Option 1's
-   bwd_extra, the time of that recompute, is measured at start-up by timing gelu_rows alone
-   (measure_gelu_recompute: the host clock around each call, the median, as ckpt_chain_measure
-   times callbacks); the backward measured under store-all's schedule kept in option 1 is printed
-   beside it as a cross-check. The optimal policy chooses options with its checkpoints; an F that
-   keeps no tape (a recomputation's first pass) runs option 1, the smaller. Two rows check the
-   options: "store-all opt1", store-all's schedule with every F keeping option 1 (its gradients
-   must be store-all's bits, and the row shows what option 1 costs in time and saves in memory),
-   and "optimal b=opt1", the optimal policy at that row's peak. Column opt1 counts the blocks
-   whose F kept option 1; the lines under the table show each plan's option per block.
+   Tape options (TAPE OPTIONS in ckpt.h): selective recomputation inside a block. A block's tape
+   (option 0) holds the LayerNorm output, its mean and rstd, h (pre-GELU), a = GELU(h) and the
+   dropout mask: 37 N C bytes. Each block also declares three smaller options, whose backward
+   recomputes what they leave out (block_recompute) with the forward's own functions, so with
+   the same bits: option 1 keeps no a (21 N C bytes) and recomputes GELU; option 2 keeps no a
+   and no LN output (17 N C bytes) and recomputes LN from the input and the kept statistics too;
+   option 3 keeps only the statistics and the mask (N C bytes) and also recomputes h = LN W1^T +
+   b1, one of the forward's two matrix products. Their forward writes what it does not keep into
+   a forward workspace (N x H floats) or the output buffer, and option 3's backward needs room
+   for h (N x H floats more in the backward workspace, declared only with options). Each option's
+   bwd_extra, the time of its recomputation, is measured at start-up by timing block_recompute
+   alone (measure_recompute: the host clock around each call, the median, as ckpt_chain_measure
+   times callbacks); the backward measured under store-all's schedule kept in each option is
+   printed beside it as a cross-check. The optimal policy chooses options with its checkpoints;
+   an F that keeps no tape (a recomputation's first pass) runs option 3, the smallest. Six rows
+   check the options: for each option k of 1-3, "store-all optk", store-all's schedule with every
+   F keeping option k (its gradients must be store-all's bits; the row shows what option k costs
+   in time and saves in memory), and "optimal b=optk", the optimal policy at that row's peak.
+   Column "options" counts the blocks whose F kept options 0/1/2/3; the lines under the table
+   show each plan's option per block.
    --no-options declares no option (nor the forward workspace): the blocks as they were before.
    --check-recompute trains every row with ckpt_chain_desc.check_recompute (RECOMPUTE CHECK in
    ckpt.h): each step checksums the boundaries and tapes of its first forward and compares every
@@ -132,8 +137,8 @@ static void randn(Rng *rng, float *out, size_t n, float mean, float std)
 typedef struct Block { float *ln_g, *ln_b, *w1, *b1, *w2, *b2; } Block;
 
 enum { T_LN, T_MEAN, T_RSTD, T_H, T_A, T_MASK, T_COUNT };   /* pieces of a stage's tape */
-enum { W_DM, W_DA, W_DLN, W_COUNT };                        /* pieces of the backward workspace */
-enum { N_OPTIONS = 2 };                                     /* tape options 0 and 1 (see model_create) */
+enum { W_DM, W_DA, W_DLN, W_H, W_COUNT };                   /* pieces of the backward workspace */
+enum { N_OPTIONS = 4 };                                     /* tape options 0..3 (see model_create) */
 
 typedef struct Model {
     int C, H, N, L;             /* width, hidden width (4C), rows, blocks */
@@ -143,7 +148,7 @@ typedef struct Model {
     Block *p, *g;               /* per block, into params and grads */
     ckpt_layout_entry tape[N_OPTIONS][T_COUNT], ws[W_COUNT];
     size_t tape_bytes[N_OPTIONS], ws_bytes;
-    size_t fws_bytes;           /* forward workspace: option 1's GELU output a (N x H floats) */
+    size_t fws_bytes;           /* forward workspace of options 1-3: a, or h then a (N x H floats) */
 } Model;
 
 static float *carve(float *base, int C, int H, Block *b)
@@ -157,7 +162,9 @@ static float *carve(float *base, int C, int H, Block *b)
     return base;
 }
 
-static void model_create(Model *m, int C, int L, int N, float p_drop)
+/* options: whether the blocks declare tape options 1-3 (the backward workspace then has room
+   for option 3's h). */
+static void model_create(Model *m, int C, int L, int N, float p_drop, int options)
 {
     m->C = C; m->H = 4 * C; m->N = N; m->L = L; m->p_drop = p_drop;
     m->n_params = (size_t)L * (3 * (size_t)C + m->H + 2 * (size_t)m->H * C);
@@ -173,26 +180,37 @@ static void model_create(Model *m, int C, int L, int N, float p_drop)
     /* The backward sees only the input, the tape and grad_out, so the tape keeps everything else
        it needs; the LN input x-hat is recomputed from the input and the mean/rstd.
        Tape option 0 keeps the LN output, mean, rstd, h (pre-GELU), a = GELU(h) and the dropout
-       mask: 37 N C bytes and the row statistics (H = 4C). Option 1 (TAPE OPTIONS in ckpt.h) is
-       the same tape without a, 21 N C bytes (43% less), for a backward that recomputes a from h. Its
-       forward still needs a (for y = a W2^T) but may not keep it, so it writes a into the forward
-       workspace (fws_bytes, N x H floats), which the stage declares only when options are on. */
+       mask: 37 N C bytes and the row statistics (H = 4C). The other options (TAPE OPTIONS in
+       ckpt.h) keep less, and their backward recomputes the rest from the input x and the tape
+       (block_recompute), with the forward's own functions, so with the same bits:
+         1: no a (21 N C bytes, 43% less): a = GELU(h);
+         2: no a, no LN output (17 N C bytes): LN from x, mean and rstd; then a;
+         3: only mean, rstd and the mask (N C bytes): LN; h = LN W1^T + b1 (one of the forward's
+            two matrix products); a.
+       Their forward still needs a (for y = a W2^T) but may not keep it, so it writes a (option 3:
+       h, then a over it) into the forward workspace (fws_bytes, N x H floats), and the LN output
+       of options 2 and 3 into y (out), which y = a W2^T overwrites. The stage declares that
+       workspace only with options. */
     size_t nc = (size_t)N * C, nh = (size_t)N * m->H;
-    ckpt_layout_entry *t0 = m->tape[0], *t1 = m->tape[1];
+    ckpt_layout_entry *t0 = m->tape[0];
     t0[T_LN] = (ckpt_layout_entry){ .bytes = nc * sizeof(float), .align = 64 };
     t0[T_MEAN] = (ckpt_layout_entry){ .bytes = N * sizeof(float), .align = 64 };
     t0[T_RSTD] = (ckpt_layout_entry){ .bytes = N * sizeof(float), .align = 64 };
     t0[T_H] = (ckpt_layout_entry){ .bytes = nh * sizeof(float), .align = 64 };
     t0[T_A] = (ckpt_layout_entry){ .bytes = nh * sizeof(float), .align = 64 };
     t0[T_MASK] = (ckpt_layout_entry){ .bytes = nc, .align = 64 };
-    memcpy(t1, t0, sizeof m->tape[0]);
-    t1[T_A].bytes = 0;          /* option 1: no a (its entry is empty, never used) */
-    CHECK(ckpt_layout_compute(t0, T_COUNT, &m->tape_bytes[0]));
-    CHECK(ckpt_layout_compute(t1, T_COUNT, &m->tape_bytes[1]));
+    for (int o = 1; o < N_OPTIONS; o++) memcpy(m->tape[o], t0, sizeof m->tape[0]);
+    m->tape[1][T_A].bytes = 0;  /* an empty entry: never used */
+    m->tape[2][T_A].bytes = m->tape[2][T_LN].bytes = 0;
+    m->tape[3][T_A].bytes = m->tape[3][T_LN].bytes = m->tape[3][T_H].bytes = 0;
+    for (int o = 0; o < N_OPTIONS; o++) CHECK(ckpt_layout_compute(m->tape[o], T_COUNT, &m->tape_bytes[o]));
     m->fws_bytes = nh * sizeof(float);
+    /* the backward: dm, da (dL/da, then dL/dh; a recomputed there first), dln (option 2 and 3's
+       LN output recomputed there first) and, with options, option 3's h */
     m->ws[W_DM] = (ckpt_layout_entry){ .bytes = nc * sizeof(float), .align = 64 };
     m->ws[W_DA] = (ckpt_layout_entry){ .bytes = nh * sizeof(float), .align = 64 };
     m->ws[W_DLN] = (ckpt_layout_entry){ .bytes = nc * sizeof(float), .align = 64 };
+    m->ws[W_H] = (ckpt_layout_entry){ .bytes = options ? nh * sizeof(float) : 0, .align = 64 };
     CHECK(ckpt_layout_compute(m->ws, W_COUNT, &m->ws_bytes));
 }
 
@@ -275,8 +293,9 @@ static void add_column_sums(float *g, const float *d, int rows, int n)
     }
 }
 
-/* a = GELU(h) for rows x H values. The forward's GELU and tape option 1's recomputation in the
-   backward both call this one function, so they run the same code and give the same bits. */
+/* a = GELU(h) for rows x H values (a may be h). The forward's GELU and the backward's
+   recomputation (options 1-3) both call this one function, so they run the same code and give
+   the same bits. */
 static void gelu_rows(const float *h, float *a, int rows, int H)
 {
     EXAMPLE_PARALLEL_FOR
@@ -287,44 +306,66 @@ static void gelu_rows(const float *h, float *a, int rows, int H)
     }
 }
 
-/* One block forward, keeping tape option `option` (0 or 1) in tape; option 1 writes a into fws
-   (the forward workspace, N x H floats) instead. Every option computes the same y from the same
-   random numbers: only what stays in the tape differs. rng NULL: no dropout (the teacher, or
-   p_drop = 0). */
-static void block_forward(const Model *m, const Block *p, const float *x, float *y, void *tape,
-                          int option, float *fws, const ckpt_philox *rng)
+/* The LayerNorm output ln of x (N x C). With stats, each row's mean and rstd are computed first
+   into mean and rstd (the forward); without, they are read from there (options 2 and 3's
+   backward). One function for both, so the recomputed ln has the forward's bits. */
+static void ln_rows(const Model *m, const Block *p, const float *x, float *mean, float *rstd, float *ln,
+                    int stats)
 {
-    const int N = m->N, C = m->C, H = m->H;
-    const ckpt_layout_entry *lay = m->tape[option];
-    float *ln = ckpt_layout_ptr(tape, lay, T_LN), *h = ckpt_layout_ptr(tape, lay, T_H);
-    float *mean = ckpt_layout_ptr(tape, lay, T_MEAN);
-    float *rstd = ckpt_layout_ptr(tape, lay, T_RSTD);
-    float *a = option == 0 ? ckpt_layout_ptr(tape, lay, T_A) : fws;
-    uint8_t *mask = ckpt_layout_ptr(tape, lay, T_MASK);
-    const float *ln_g = p->ln_g, *ln_b = p->ln_b, *b1 = p->b1, *b2 = p->b2;
-    /* Dropout row by row needs each row to start on a Philox block (4 values): C % 4 == 0. */
-    const int drop_rows = rng && C % 4 == 0, drop_all = rng && !drop_rows;
-
+    const int N = m->N, C = m->C;
+    const float *ln_g = p->ln_g, *ln_b = p->ln_b;
     EXAMPLE_PARALLEL_FOR
     for (int r = 0; r < N; r++) {
         const float *xr = x + (size_t)r * C;
         float *lr = ln + (size_t)r * C;
-        const float mu = row_sum(xr, C) / C;
-        const float var = row_sumsq(xr, mu, C);
-        const float rs = 1.0f / sqrtf(var / C + 1e-5f);
+        if (stats) {
+            const float mu = row_sum(xr, C) / C;
+            const float var = row_sumsq(xr, mu, C);
+            mean[r] = mu;
+            rstd[r] = 1.0f / sqrtf(var / C + 1e-5f);
+        }
+        const float mu = mean[r], rs = rstd[r];
         EXAMPLE_SIMD
         for (int c = 0; c < C; c++) lr[c] = (xr[c] - mu) * rs * ln_g[c] + ln_b[c];
-        mean[r] = mu;
-        rstd[r] = rs;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, H, C,       /* h = ln W1^T */
-                1.0f, ln, C, p->w1, C, 0.0f, h, H);
+}
+
+/* h = ln W1^T + b1 (N x H): the forward's, and option 3's backward recomputation. */
+static void linear1(const Model *m, const Block *p, const float *ln, float *h)
+{
+    const int N = m->N, C = m->C, H = m->H;
+    const float *b1 = p->b1;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, H, C, 1.0f, ln, C, p->w1, C, 0.0f, h, H);
     EXAMPLE_PARALLEL_FOR
     for (int r = 0; r < N; r++) {
         float *hr = h + (size_t)r * H;
         EXAMPLE_SIMD
         for (int j = 0; j < H; j++) hr[j] += b1[j];
     }
+}
+
+/* One block forward, keeping tape option `option` (0..3, see model_create) in tape; options 1-3
+   write a (option 3: h, then a over it) into fws (the forward workspace, N x H floats), and
+   options 2 and 3 the LN output into y until y = a W2^T overwrites it. Every option computes the
+   same y from the same random numbers: only what stays in the tape differs. rng NULL: no dropout
+   (the teacher, or p_drop = 0). */
+static void block_forward(const Model *m, const Block *p, const float *x, float *y, void *tape,
+                          int option, float *fws, const ckpt_philox *rng)
+{
+    const int N = m->N, C = m->C, H = m->H;
+    const ckpt_layout_entry *lay = m->tape[option];
+    float *ln = option < 2 ? ckpt_layout_ptr(tape, lay, T_LN) : y;
+    float *h = option < 3 ? ckpt_layout_ptr(tape, lay, T_H) : fws;
+    float *mean = ckpt_layout_ptr(tape, lay, T_MEAN);
+    float *rstd = ckpt_layout_ptr(tape, lay, T_RSTD);
+    float *a = option == 0 ? ckpt_layout_ptr(tape, lay, T_A) : fws;
+    uint8_t *mask = ckpt_layout_ptr(tape, lay, T_MASK);
+    const float *b2 = p->b2;
+    /* Dropout row by row needs each row to start on a Philox block (4 values): C % 4 == 0. */
+    const int drop_rows = rng && C % 4 == 0, drop_all = rng && !drop_rows;
+
+    ln_rows(m, p, x, mean, rstd, ln, 1);
+    linear1(m, p, ln, h);
     gelu_rows(h, a, N, H);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, H,       /* y = a W2^T */
                 1.0f, a, H, p->w2, H, 0.0f, y, C);
@@ -353,6 +394,36 @@ static void block_forward(const Model *m, const Block *p, const float *x, float 
     }
 }
 
+/* What option `option`'s backward recomputes before it starts, with the forward's functions (the
+   same bits): the LN output (options 2, 3) into ws's dln, h (option 3) into ws's h, a (options
+   1-3) into ws's da; *ln, *h and *a point at each, from the tape or recomputed. Option 0 does
+   nothing: its extra time, bwd_extra, is this call's time (measure_recompute). */
+static void block_recompute(const Model *m, const Block *p, const float *x, const void *tape, int option,
+                            void *ws, const float **ln, const float **h, const float **a)
+{
+    const ckpt_layout_entry *lay = m->tape[option];
+    float *mean = ckpt_layout_ptr((void *)(uintptr_t)tape, lay, T_MEAN);
+    float *rstd = ckpt_layout_ptr((void *)(uintptr_t)tape, lay, T_RSTD);
+    *ln = ckpt_layout_ptr((void *)(uintptr_t)tape, lay, T_LN);
+    *h = ckpt_layout_ptr((void *)(uintptr_t)tape, lay, T_H);
+    *a = ckpt_layout_ptr((void *)(uintptr_t)tape, lay, T_A);
+    if (option >= 2) {          /* stats 0: mean and rstd are only read */
+        float *ln_ws = ckpt_layout_ptr(ws, m->ws, W_DLN);
+        ln_rows(m, p, x, mean, rstd, ln_ws, 0);
+        *ln = ln_ws;
+    }
+    if (option == 3) {
+        float *h_ws = ckpt_layout_ptr(ws, m->ws, W_H);
+        linear1(m, p, *ln, h_ws);
+        *h = h_ws;
+    }
+    if (option >= 1) {          /* into da's space, which nothing uses until da = dm W2 */
+        float *a_ws = ckpt_layout_ptr(ws, m->ws, W_DA);
+        gelu_rows(*h, a_ws, m->N, m->H);
+        *a = a_ws;
+    }
+}
+
 /* One block backward from a tape of option `option`: dx (may be NULL) = dL/dx; adds parameter
    gradients into g. */
 static void block_backward(const Model *m, const Block *p, Block *g, const float *x,
@@ -360,7 +431,6 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
 {
     const int N = m->N, C = m->C, H = m->H;
     const ckpt_layout_entry *lay = m->tape[option];
-    const float *ln = ckpt_layout_ptr(tape, lay, T_LN), *h = ckpt_layout_ptr(tape, lay, T_H);
     const float *mean = ckpt_layout_ptr(tape, lay, T_MEAN);
     const float *rstd = ckpt_layout_ptr(tape, lay, T_RSTD);
     const uint8_t *mask = ckpt_layout_ptr(tape, lay, T_MASK);
@@ -369,7 +439,9 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
     const float scale = 1.0f / (1.0f - m->p_drop);   /* the scale the dropout applied */
     const float *ln_g = p->ln_g;
     float *g_ln_g = g->ln_g, *g_ln_b = g->ln_b;
+    const float *ln, *h, *a;
 
+    block_recompute(m, p, x, tape, option, ws, &ln, &h, &a);
     EXAMPLE_PARALLEL_FOR
     for (int r = 0; r < N; r++) {
         const size_t off = (size_t)r * C;
@@ -377,13 +449,6 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
         for (int c = 0; c < C; c++) dm[off + c] = mask[off + c] ? dy[off + c] * scale : 0.0f;
     }
     add_column_sums(g->b2, dm, N, C);
-    /* a: from the tape (option 0), or recomputed from h by the forward's own gelu_rows (option 1,
-       the same bits) into da's space, which nothing uses until da = dm W2 below overwrites it */
-    const float *a = ckpt_layout_ptr(tape, lay, T_A);
-    if (option == 1) {
-        gelu_rows(h, da, N, H);
-        a = da;
-    }
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, H, N,       /* dW2 += dm^T a */
                 1.0f, dm, C, a, H, 1.0f, g->w2, H);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, H, C,     /* da = dm W2 */
@@ -397,8 +462,8 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
     add_column_sums(g->b1, da, N, H);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, C, N,       /* dW1 += dh^T ln */
                 1.0f, da, H, ln, C, 1.0f, g->w1, C);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, H,     /* dln = dh W1 */
-                1.0f, da, H, p->w1, C, 0.0f, dln, C);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, H,     /* dln = dh W1 (over */
+                1.0f, da, H, p->w1, C, 0.0f, dln, C);                   /* a recomputed ln) */
 
     /* Layer norm backward, x-hat recomputed from x. The parameter gradients: over columns. */
     const int blocks = (C + COL_BLOCK - 1) / COL_BLOCK;
@@ -439,8 +504,8 @@ static void block_backward(const Model *m, const Block *p, Block *g, const float
 
 /* ---- the ckpt stages: thin wrappers; the stage index picks the block ------------------------ */
 
-/* ctx->tape_option is the tape option to write (forward) or read (backward): 0, or 1 when the
-   stage declares it (session_open); option 1's forward needs the forward workspace. */
+/* ctx->tape_option is the tape option to write (forward) or read (backward): 0, or 1-3 when the
+   stage declares them (session_open); their forward needs the forward workspace. */
 static ckpt_result stage_forward(const ckpt_fwd_args *args)
 {
     const Model *m = args->ctx->user;
@@ -448,7 +513,7 @@ static ckpt_result stage_forward(const ckpt_fwd_args *args)
     const int option = args->ctx->tape_option;
     Block streamed;             /* --stream: the library's copy of this block's parameters */
     ckpt_philox rng;
-    if (option < 0 || option >= N_OPTIONS || (option == 1 && !args->workspace)) return CKPT_ERR_BAD_ARGUMENT;
+    if (option < 0 || option >= N_OPTIONS || (option > 0 && !args->workspace)) return CKPT_ERR_BAD_ARGUMENT;
     if (args->params) { carve((float *)(uintptr_t)args->params, m->C, m->H, &streamed); p = &streamed; }
     if (m->p_drop > 0.0f) {     /* a recomputation gets the same range back: same mask */
         ckpt_result r = ckpt_ctx_rng(args->ctx, ((uint64_t)m->N * m->C + 3) / 4, &rng);
@@ -504,7 +569,8 @@ typedef struct Run {
     double first_loss, loss;
     float *grads;               /* the last step's parameter gradients, then the input gradient */
     char *tape_opts;            /* per block, the tape option its F kept ('0' + option), L chars */
-    int n_opt1;                 /* blocks whose F kept tape option 1 */
+    int n_opt[N_OPTIONS];       /* blocks whose F kept each tape option */
+    char opt_counts[48];        /* n_opt as "n0/n1/n2/n3" */
 } Run;
 
 static void run_free(Run *r)
@@ -516,7 +582,7 @@ static void run_free(Run *r)
 }
 
 /* The tape option of the F that kept each stage's tape in the chain's plan, into run. (An F
-   that keeps no tape runs the scratch option, the smallest tape: option 1 when declared.) */
+   that keeps no tape runs the scratch option, the smallest tape: option 3 when declared.) */
 static void plan_options(const ckpt_chain *chain, int L, Run *run)
 {
     int n_ops;
@@ -525,8 +591,10 @@ static void plan_options(const ckpt_chain *chain, int L, Run *run)
     memset(run->tape_opts, '0', (size_t)L);
     for (int k = 0; k < n_ops; k++)
         if (ops[k].kind == CKPT_OP_F && ops[k].tape) run->tape_opts[ops[k].stage - 1] = (char)('0' + ops[k].option);
-    run->n_opt1 = 0;
-    for (int l = 0; l < L; l++) run->n_opt1 += run->tape_opts[l] == '1';
+    memset(run->n_opt, 0, sizeof run->n_opt);
+    for (int l = 0; l < L; l++) run->n_opt[run->tape_opts[l] - '0']++;
+    snprintf(run->opt_counts, sizeof run->opt_counts, "%d/%d/%d/%d", run->n_opt[0], run->n_opt[1], run->n_opt[2],
+             run->n_opt[3]);
 }
 
 /* The teacher's output for b->x, into b->target (no ckpt: it never trains). */
@@ -658,9 +726,9 @@ typedef struct Session {
     float *init;                /* the model's initial parameters: every run starts from them */
     double fwd_ms, bwd_ms;      /* the blocks' mean measured times (every plan uses the same costs) */
     double measure_ms;          /* what measuring them took */
-    double bwd_extra_ms;        /* tape option 1's bwd_extra: the GELU recompute, timed alone */
-    double bwd1_ms;             /* cross-check: mean backward measured under store-all in option 1 */
-    int bwd1_option;            /* ckpt_stage_time.bwd_option that measurement reported (stage 1) */
+    double bwd_extra_ms[N_OPTIONS];     /* option k's bwd_extra: its recomputation timed alone (0: 0) */
+    double bwd_opt_ms[N_OPTIONS];       /* cross-check: mean backward measured under store-all in option k */
+    int bwd_option[N_OPTIONS];          /* ckpt_stage_time.bwd_option each measurement reported (stage 1) */
     ckpt_stage_desc *stages;
     Batch batch;
     ckpt_backend be;            /* plain CPU backend */
@@ -682,10 +750,10 @@ static ckpt_op *store_all_ops(int L, int option, int *n_ops)
 /* Every block's forward and backward time, measured by the library: ckpt_chain_measure runs
    MEASURE_STEPS real store-all steps after one untimed (warm-up) and gives each stage's medians
    in ms, which become the stages' fwd_time and bwd_time: the costs every plan below uses (option
-   0's: store-all keeps every tape in option 0). With option 1, the same steps under store-all's
-   schedule keeping every tape in option 1 (ckpt_chain_set_schedule), only as a cross-check of
-   option 1's bwd_extra: their mean backward goes to ss->bwd1_ms and nothing else changes. The
-   steps add gradients, which are zeroed after. */
+   0's: store-all keeps every tape in option 0). With option k > 0, the same steps under
+   store-all's schedule keeping every tape in option k (ckpt_chain_set_schedule), only as a
+   cross-check of option k's bwd_extra: their mean backward goes to ss->bwd_opt_ms[k] and nothing
+   else changes. The steps add gradients, which are zeroed after. */
 enum { MEASURE_STEPS = 3 };
 static void measure_stages(Session *ss, int option)
 {
@@ -720,50 +788,48 @@ static void measure_stages(Session *ss, int option)
     CHECK(ckpt_chain_measure(chain, b->x, b->dy, b->dx, MEASURE_STEPS, t));
     if (option == 0) {
         ss->measure_ms = now_ms() - t0;
-        ss->fwd_ms = ss->bwd_ms = 0.0;
+        ss->fwd_ms = 0.0;
         for (int l = 0; l < m->L; l++) {
             ss->stages[l].fwd_time = t[l].fwd_time;
             ss->stages[l].bwd_time = t[l].bwd_time;
             ss->fwd_ms += t[l].fwd_time / m->L;
-            ss->bwd_ms += t[l].bwd_time / m->L;
         }
-    } else {
-        ss->bwd1_ms = 0.0;
-        for (int l = 0; l < m->L; l++) ss->bwd1_ms += t[l].bwd_time / m->L;
-        ss->bwd1_option = t[0].bwd_option;
     }
+    ss->bwd_opt_ms[option] = 0.0;
+    for (int l = 0; l < m->L; l++) ss->bwd_opt_ms[option] += t[l].bwd_time / m->L;
+    ss->bwd_option[option] = t[0].bwd_option;
     memset(m->grads, 0, m->n_params * sizeof(float));
     free(t);
     ckpt_chain_destroy(chain);
 }
 
-/* Tape option 1's bwd_extra: what its backward does beyond option 0's, which is recompute
-   a = GELU(h) (gelu_rows, N x H values). Timed alone, the way ckpt_chain_measure times a
-   callback on the CPU: the host clock (CLOCK_MONOTONIC) around each call, the median of the
-   calls, here MEASURE_STEPS x L of them (as many as the backward samples behind the stage times)
-   after one untimed, on the h of block 1's forward on the measuring batch, into the space of a
-   (the teacher's option-0 tape buffer, the same shape). The blocks have one shape, so one time
-   serves them all. measure_stages(ss, 1) then measures the backward under a schedule that keeps
-   every tape in option 1, which the example prints beside this as a cross-check; the difference
-   of two medians of whole backwards is the noisier figure on a loaded machine, so it is not the
-   one declared. */
-static double measure_gelu_recompute(Session *ss)
+/* Tape option k's bwd_extra: what its backward does beyond option 0's, block_recompute (from
+   the LN output to GELU, model_create). Timed alone, the way ckpt_chain_measure times a callback
+   on the CPU: the host clock (CLOCK_MONOTONIC) around each call, the median of the calls, here
+   MEASURE_STEPS x L of them (as many as the backward samples behind the stage times) after one
+   untimed, on a tape of option k from block 1's forward on the measuring batch. The blocks have
+   one shape, so one time serves them all. measure_stages(ss, k) then measures the backward under
+   a schedule that keeps every tape in option k, which the example prints beside this as a
+   cross-check; the difference of two medians of whole backwards is the noisier figure on a
+   loaded machine, so it is not the one declared. */
+static double measure_recompute(Session *ss, int option)
 {
     const Model *m = &ss->model;
     Batch *b = &ss->batch;
     const int n = MEASURE_STEPS * m->L;
-    block_forward(m, &m->p[0], b->x, b->tmp[0], b->tape, 0, NULL, NULL);
-    const float *h = ckpt_layout_ptr(b->tape, m->tape[0], T_H);
-    float *a = ckpt_layout_ptr(b->tape, m->tape[0], T_A);
+    void *tape = xcalloc(1, m->tape_bytes[option]), *ws = xcalloc(1, m->ws_bytes);
+    float *fws = xcalloc(1, m->fws_bytes);
+    const float *ln, *h, *a;
+    block_forward(m, &m->p[0], b->x, b->tmp[0], tape, option, fws, NULL);
     double *ms = xcalloc((size_t)n, sizeof *ms);
-    gelu_rows(h, a, m->N, m->H);
+    block_recompute(m, &m->p[0], b->x, tape, option, ws, &ln, &h, &a);
     for (int k = 0; k < n; k++) {
         double t0 = now_ms();
-        gelu_rows(h, a, m->N, m->H);
+        block_recompute(m, &m->p[0], b->x, tape, option, ws, &ln, &h, &a);
         ms[k] = now_ms() - t0;
     }
     double med = median(ms, n);
-    free(ms);
+    free(ms); free(tape); free(ws); free(fws);
     return med;
 }
 
@@ -774,8 +840,8 @@ static void session_open(Session *ss, const Config *cfg)
     if (ss->cfg.threads < 1) ss->cfg.threads = default_threads();
     example_set_threads(ss->cfg.threads);
     Model *m = &ss->model;
-    model_create(m, cfg->C, cfg->L, cfg->N, cfg->p_drop);
-    model_create(&ss->teacher, cfg->C, cfg->L, cfg->N, 0.0f);
+    model_create(m, cfg->C, cfg->L, cfg->N, cfg->p_drop, !cfg->no_options);
+    model_create(&ss->teacher, cfg->C, cfg->L, cfg->N, 0.0f, 0);
     Rng init_rng = { cfg->seed, 0 }, teacher_rng = { cfg->seed + 1, 0 };
     model_init(m, &init_rng, 0.1f, 0.0f);
     model_init(&ss->teacher, &teacher_rng, 1.0f, 0.1f);
@@ -790,11 +856,11 @@ static void session_open(Session *ss, const Config *cfg)
         st->user = m;
         st->out_bytes = (size_t)cfg->N * cfg->C * sizeof(float);
         st->tape_bytes = m->tape_bytes[0];
-        st->bwd_workspace_bytes = m->ws_bytes;      /* option 1 recomputes a inside it: no more */
-        if (!cfg->no_options) {     /* option 1: no a; bwd_extra once measured (session_open) */
-            st->n_tape_options = 1;
-            st->tape_options[0].tape_bytes = m->tape_bytes[1];
-            st->fwd_workspace_bytes = m->fws_bytes;     /* option 1's a; option 0's F gets it unused */
+        st->bwd_workspace_bytes = m->ws_bytes;      /* options 1-3 recompute inside it */
+        if (!cfg->no_options) {     /* options 1-3; bwd_extra once measured (session_open) */
+            st->n_tape_options = N_OPTIONS - 1;
+            for (int o = 1; o < N_OPTIONS; o++) st->tape_options[o - 1].tape_bytes = m->tape_bytes[o];
+            st->fwd_workspace_bytes = m->fws_bytes;     /* their a; option 0's F gets it unused */
         }
         if (cfg->stream) {  /* the block's parameters are contiguous: ln_g is the first of them */
             st->host_params = m->p[l].ln_g;
@@ -814,10 +880,13 @@ static void session_open(Session *ss, const Config *cfg)
     ed.copy_bandwidth = cfg->bandwidth_gbs * 1e9;
     CHECK(ckpt_cpu_backend_create(&ed, &ss->engine));
     measure_stages(ss, 0);
+    ss->bwd_ms = ss->bwd_opt_ms[0];
     if (!cfg->no_options) {
-        ss->bwd_extra_ms = measure_gelu_recompute(ss);
-        for (int l = 0; l < cfg->L; l++) ss->stages[l].tape_options[0].bwd_extra = ss->bwd_extra_ms;
-        measure_stages(ss, 1);
+        for (int o = 1; o < N_OPTIONS; o++) {
+            ss->bwd_extra_ms[o] = measure_recompute(ss, o);
+            for (int l = 0; l < cfg->L; l++) ss->stages[l].tape_options[o - 1].bwd_extra = ss->bwd_extra_ms[o];
+        }
+        for (int o = 1; o < N_OPTIONS; o++) measure_stages(ss, o);
     }
 }
 
@@ -869,6 +938,28 @@ static void run_name(const Run *r, char *name, size_t size)
     else snprintf(name, size, "%s", ckpt_policy_name(r->policy));
 }
 
+/* The tape options' sizes, measured extras and cross-checks, a line each after a header; each line
+   starts with lead. */
+static void print_options(const Session *ss, const char *lead)
+{
+    static const char *const what[N_OPTIONS] = { "keeps LN, h, a", "no a: GELU recomputed",
+                                                 "no a, no LN: LN and GELU recomputed",
+                                                 "only the row statistics and mask: LN, h = LN W1^T + b1, GELU recomputed" };
+    const Model *m = &ss->model;
+    if (ss->cfg.no_options) {
+        printf("%stape options off (--no-options): every block keeps option 0, %zu bytes of tape\n", lead,
+               m->tape_bytes[0]);
+        return;
+    }
+    printf("%stape options (forward workspace %zu bytes, backward workspace %zu): bwd_extra is the recompute timed "
+           "alone (median of %d calls); the backward measured under store-all keeping every tape in that option "
+           "is beside it\n", lead, m->fws_bytes, m->ws_bytes, MEASURE_STEPS * ss->cfg.L);
+    for (int o = 0; o < N_OPTIONS; o++)
+        printf("%s  option %d (%s): tape %zu bytes, bwd_extra %.3f ms; backward %.3f ms (%+.3f on option 0's; "
+               "bwd_option reported %d)\n", lead, o, what[o], m->tape_bytes[o], ss->bwd_extra_ms[o], ss->bwd_opt_ms[o],
+               ss->bwd_opt_ms[o] - ss->bwd_opt_ms[0], ss->bwd_option[o]);
+}
+
 /* ---- main ------------------------------------------------------------------------------------ */
 
 #ifndef MLP_CPU_NO_MAIN
@@ -880,7 +971,7 @@ static void usage(const char *prog)
             "          [--threads T] [--no-options] [--check-recompute]\n"
             "defaults: --width 64 --depth 8 --batch 256 --steps 20 --dropout 0.1 --lr 0.1\n"
             "          --seed 42 --budget-frac 0.4 (of store-all's peak); no offload row;\n"
-            "          --threads $OPENBLAS_NUM_THREADS if set, else 1; tape option 1 declared\n",
+            "          --threads $OPENBLAS_NUM_THREADS if set, else 1; tape options 1-3 declared\n",
             prog);
     exit(2);
 }
@@ -923,12 +1014,15 @@ int main(int argc, char **argv)
     const int options = !cfg.no_options;
 
     /* The rows. Store-all first: it is the reference, and the budget is a fraction of its peak.
-       With tape options, two more: store-all's schedule keeping every tape in option 1 (every
-       block's backward then recomputes GELU), and the optimal policy at that schedule's peak. */
-    enum { MAX_ROWS = 8 };
+       With tape options, six more: for each option k of 1-3, store-all's schedule keeping every
+       tape in option k (every block's backward then recomputes what k leaves out), and the
+       optimal policy at that schedule's peak. */
+    enum { MAX_ROWS = 12 };
     Run runs[MAX_ROWS] = {0};
     int n_rows = 0;
-    const Run *all1 = NULL;     /* store-all in option 1 */
+    int all_opt[N_OPTIONS] = {0};   /* the row of store-all in option k (k >= 1) */
+    static const char *const all_label[N_OPTIONS] = { "", "store-all opt1", "store-all opt2", "store-all opt3" };
+    static const char *const opt_label[N_OPTIONS] = { "", "optimal b=opt1", "optimal b=opt2", "optimal b=opt3" };
     uint64_t budget = cfg.budget;
     {
         ckpt_plan_desc pd = {0};
@@ -937,9 +1031,9 @@ int main(int argc, char **argv)
         if (budget == 0)        /* at least 1: a budget of 0 would mean "no limit" */
             budget = (uint64_t)(cfg.budget_frac * (double)runs[0].info.peak) + 1;
     }
-    if (options) {
-        session_train_store_all(&ss, 1, "store-all opt1", &runs[n_rows]);
-        all1 = &runs[n_rows++];
+    for (int o = 1; options && o < N_OPTIONS; o++) {
+        session_train_store_all(&ss, o, all_label[o], &runs[n_rows]);
+        all_opt[o] = n_rows++;
     }
     const ckpt_policy policies[] = { CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL };
     for (int i = 0; i < (int)(sizeof policies / sizeof policies[0]); i++) {
@@ -948,12 +1042,13 @@ int main(int argc, char **argv)
         pd.budget = budget;     /* every-k gets k = 0: the best k that fits */
         session_train(&ss, &pd, &runs[n_rows++]);
     }
-    if (all1) {
+    const int first_opt = n_rows;   /* the "optimal b=optk" rows, k = 1.. */
+    for (int o = 1; options && o < N_OPTIONS; o++) {
         ckpt_plan_desc pd = {0};
         pd.policy = CKPT_POLICY_OPTIMAL;
-        pd.budget = all1->info.peak;
+        pd.budget = runs[all_opt[o]].info.peak;
         session_train(&ss, &pd, &runs[n_rows]);
-        runs[n_rows++].label = "optimal b=opt1";
+        runs[n_rows++].label = opt_label[o];
     }
     if (cfg.bandwidth_gbs > 0) {
         ckpt_plan_desc pd = {0};
@@ -962,7 +1057,6 @@ int main(int argc, char **argv)
         session_train(&ss, &pd, &runs[n_rows++]);
     }
 
-    const Model *m = &ss.model;
     printf("BLAS: %s\n", EXAMPLE_BLAS);
     printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d steps; blocks (mean of the "
            "measured medians): fwd %.3f ms, bwd %.3f ms\n", cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop,
@@ -971,16 +1065,7 @@ int main(int argc, char **argv)
            "fwd/bwd per block (ms):", MEASURE_STEPS, ss.measure_ms);
     for (int l = 0; l < cfg.L; l++) printf(" %.3f/%.3f", ss.stages[l].fwd_time, ss.stages[l].bwd_time);
     printf("\n");
-    if (options) {
-        printf("tape option 1 (no GELU output a, recomputed in backward): tape %zu bytes per block (option 0: %zu), "
-               "forward workspace %zu bytes;\n", m->tape_bytes[1], m->tape_bytes[0], m->fws_bytes);
-        printf("  bwd_extra %.3f ms: the GELU recompute timed alone (median of %d calls); cross-check: backward "
-               "measured under store-all in option 1 %.3f ms per block (option 0: %.3f, difference %.3f; "
-               "bwd_option reported %d)\n", ss.bwd_extra_ms, MEASURE_STEPS * cfg.L, ss.bwd1_ms, ss.bwd_ms,
-               ss.bwd1_ms - ss.bwd_ms, ss.bwd1_option);
-    } else {
-        printf("tape options off (--no-options): every block keeps option 0, %zu bytes of tape\n", m->tape_bytes[0]);
-    }
+    print_options(&ss, "");
     printf("%s, %d thread%s%s; step times: medians, wall and CPU (all threads)\n", EXAMPLE_BLAS,
            ss.cfg.threads, ss.cfg.threads == 1 ? "" : "s",
 #ifdef _OPENMP
@@ -997,7 +1082,7 @@ int main(int argc, char **argv)
     if (cfg.bandwidth_gbs > 0) printf("offload: copy engine throttled to %.3g GB/s each way\n\n", cfg.bandwidth_gbs);
     if (cfg.stream) printf("parameters streamed: loads per step in the last column\n\n");
     printf("%-14s %12s %12s %12s %12s %9s %9s %7s %7s %7s %4s %12s %s\n", "policy", "planned B", "used B",
-           "arena B", "pinned B", "ms/step", "cpu ms", "pred x", "meas x", "cpu x", "opt1", "final loss",
+           "arena B", "pinned B", "ms/step", "cpu ms", "pred x", "meas x", "cpu x", "options", "final loss",
            "grads bit-identical");
     const Run *ref = &runs[0];
     int all_match = 1;
@@ -1012,11 +1097,11 @@ int main(int argc, char **argv)
         }
         int match = same_grads(&ss, r, ref);
         all_match &= match;
-        printf("%-14s %12llu %12llu %12llu %12llu %9.3f %9.3f %7.3f %7.3f %7.3f %4d %12.6e %s\n", name,
+        printf("%-14s %12llu %12llu %12llu %12llu %9.3f %9.3f %7.3f %7.3f %7.3f %7s %12.6e %s\n", name,
                (unsigned long long)r->info.peak, (unsigned long long)r->stats.arena_high_water,
                (unsigned long long)r->stats.arena_bytes, (unsigned long long)r->stats.pool_bytes, r->ms_per_step,
                r->cpu_ms_per_step, r->info.time / ref->info.time, r->ms_per_step / ref->ms_per_step,
-               r->cpu_ms_per_step / ref->cpu_ms_per_step, r->n_opt1, r->loss, match ? "yes" : "no");
+               r->cpu_ms_per_step / ref->cpu_ms_per_step, r->opt_counts, r->loss, match ? "yes" : "no");
         if (cfg.check_recompute && r->stats.steps)
             printf("%-14s recompute check: %llu buffers compared per step\n", "",
                    (unsigned long long)(r->stats.recompute_checks / r->stats.steps));
@@ -1034,20 +1119,23 @@ int main(int argc, char **argv)
                     (unsigned long long)r->info.peak, (unsigned long long)r->budget);
     }
     if (options) {
-        /* The option-1 schedule must keep option 1 everywhere; the optimal policy at its peak may
+        /* The option-k schedule must keep option k everywhere; the optimal policy at its peak may
            not be slower than it (it is one of the schedules optimal searches). */
-        const Run *opt = &runs[n_rows - 1 - (cfg.bandwidth_gbs > 0)];
-        if (all1->n_opt1 != cfg.L) {
-            fprintf(stderr, "error: store-all opt1 kept option 1 in %d of %d blocks\n", all1->n_opt1, cfg.L);
-            all_match = 0;
+        for (int o = 1; o < N_OPTIONS; o++) {
+            const Run *all = &runs[all_opt[o]], *opt = &runs[first_opt + o - 1];
+            if (all->n_opt[o] != cfg.L) {
+                fprintf(stderr, "error: %s kept option %d in %d of %d blocks\n", all_label[o], o, all->n_opt[o], cfg.L);
+                all_match = 0;
+            }
+            if (opt->feasible && opt->info.time > all->info.time * (1.0 + 1e-12))
+                fprintf(stderr, "warning: optimal at %s's peak predicts %.6f ms, %s %.6f ms\n", all_label[o],
+                        opt->info.time, all_label[o], all->info.time);
         }
-        if (opt->feasible && opt->info.time > all1->info.time * (1.0 + 1e-12))
-            fprintf(stderr, "warning: optimal at store-all opt1's peak predicts %.6f ms, store-all opt1 %.6f ms\n",
-                    opt->info.time, all1->info.time);
-        printf("\nopt1: blocks whose F kept tape option 1. store-all opt1: store-all's schedule with every F keeping "
-               "option 1\n(ckpt_chain_set_schedule); optimal b=opt1: the optimal policy at that schedule's peak.\n");
-        printf("tape option each block's F kept (block 1 first; an F that keeps no tape runs option 1, the "
-               "smaller):\n");
+        printf("\noptions: how many blocks' F kept tape options 0/1/2/3. store-all optk: store-all's schedule with "
+               "every F keeping\noption k (ckpt_chain_set_schedule); optimal b=optk: the optimal policy at that "
+               "schedule's peak.\n");
+        printf("tape option each block's F kept (block 1 first; an F that keeps no tape runs option 3, the "
+               "smallest):\n");
         for (int i = 0; i < n_rows; i++) {
             char name[32];
             run_name(&runs[i], name, sizeof name);

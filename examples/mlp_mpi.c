@@ -154,7 +154,7 @@ static void finish_allreduce(Reducer *rd, int size)
 static float *reference_grads(const Session *ss, const Shard *sh)
 {
     Model ref;
-    model_create(&ref, ss->cfg.C, ss->cfg.L, sh->teacher.N, 0.0f);
+    model_create(&ref, ss->cfg.C, ss->cfg.L, sh->teacher.N, 0.0f, ss->stages[0].n_tape_options > 0);
     memcpy(ref.params, ss->init, ref.n_params * sizeof(float));
     ckpt_stage_desc *st = xcalloc((size_t)ss->cfg.L, sizeof *st);
     for (int l = 0; l < ss->cfg.L; l++) {
@@ -163,8 +163,8 @@ static float *reference_grads(const Session *ss, const Shard *sh)
         st[l].out_bytes = (size_t)ref.N * ref.C * sizeof(float);
         st[l].tape_bytes = ref.tape_bytes[0];
         st[l].bwd_workspace_bytes = ref.ws_bytes;
-        if (st[l].n_tape_options) {
-            st[l].tape_options[0].tape_bytes = ref.tape_bytes[1];
+        for (int o = 1; o <= st[l].n_tape_options; o++) {
+            st[l].tape_options[o - 1].tape_bytes = ref.tape_bytes[o];
             st[l].fwd_workspace_bytes = ref.fws_bytes;
         }
         if (ss->cfg.stream) {
@@ -310,17 +310,18 @@ int main(int argc, char **argv)
     Session ss;
     session_open(&ss, &cfg);
     for (int l = 0; l < cfg.L; l++) {
-        double t[3] = { ss.stages[l].fwd_time, ss.stages[l].bwd_time, ss.stages[l].tape_options[0].bwd_extra };
-        MPI_CHECK(MPI_Bcast(t, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+        double t[2 + N_OPTIONS - 1] = { ss.stages[l].fwd_time, ss.stages[l].bwd_time };
+        for (int o = 1; o < N_OPTIONS; o++) t[1 + o] = ss.stages[l].tape_options[o - 1].bwd_extra;
+        MPI_CHECK(MPI_Bcast(t, 2 + N_OPTIONS - 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
         ss.stages[l].fwd_time = t[0];
         ss.stages[l].bwd_time = t[1];
-        ss.stages[l].tape_options[0].bwd_extra = t[2];
+        for (int o = 1; o < N_OPTIONS; o++) ss.stages[l].tape_options[o - 1].bwd_extra = t[1 + o];
     }
     Model *m = &ss.model;
     const size_t nc = (size_t)cfg.N * cfg.C, ngc = (size_t)n_global * cfg.C;
 
     Shard sh = { .rank = rank, .size = size, .n_local = cfg.N };
-    model_create(&sh.teacher, cfg.C, cfg.L, n_global, 0.0f);
+    model_create(&sh.teacher, cfg.C, cfg.L, n_global, 0.0f, 0);
     Rng teacher_rng = { cfg.seed + 1, 0 };
     model_init(&sh.teacher, &teacher_rng, 1.0f, 0.1f);     /* mlp_cpu's teacher, whole batch */
     sh.full = (Batch){ .x = xcalloc(ngc, sizeof(float)), .target = xcalloc(ngc, sizeof(float)),
