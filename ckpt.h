@@ -189,7 +189,7 @@
    chooses. Times measured by ckpt_chain_measure include the option's extra in bwd_time; it says
    which option ran (ckpt_stage_time.bwd_option), and ckpt_chain_set_times takes that option's
    bwd_extra off again. The extras themselves are the caller's: time what an option recomputes
-   (examples/mlp_cpu.c times GELU alone at start-up).
+   (examples/mlp_cpu.c times each option's recomputation alone at start-up).
 
    OFFLOAD (the offload policy; ckpt_plan_desc.bandwidth, bandwidth_h2d, host_budget)
    -------

@@ -5,9 +5,11 @@
       of range are rejected.
    2. Bad input: n_tape_options out of 0..3, a negative or NaN bwd_extra, a ckpt_chain_set_times
       bwd_option the stage does not have.
-   3. The executor on random chains of real arithmetic layers with dropout, whose three options
+   3. The executor on random chains of real arithmetic layers with dropout, whose four options
       keep (0) the pre-activation and the dropout mask, (1) the mask alone, recomputing the
-      pre-activation from the input in backward, (2) the activation and the mask. For every
+      pre-activation from the input in backward, (2) the activation and the mask, (3) the mask
+      and the activation (option 2's pieces in the other order, so that a backward handed
+      another option's layout reads the wrong bytes). For every
       policy at random budgets, and for store-all schedules with each option (and random ones) on
       every kept tape: parameter and input gradients bit-identical to store-all in option 0;
       every backward sees the option its tape was kept in; the tape handed to a callback is as
@@ -118,11 +120,14 @@ typedef struct layer {
     int runs[CKPT_MAX_TAPE_OPTIONS];   /* F ops that kept a tape in each option */
 } layer;
 
-/* Option 0: h then the mask; 1: the mask; 2: tanh(h) then the mask. */
+/* Option 0: h then the mask; 1: the mask; 2: tanh(h) then the mask; 3: the mask then tanh(h).
+   MASK(option) is the mask's entry, VALS(option) the other's. */
+#define MASK(option) ((option) == 3 ? 0 : 1)
+#define VALS(option) (1 - MASK(option))
 static size_t tape_layout(const layer *L, int option, ckpt_layout_entry e[2]) {
     size_t total = 0, n = (size_t)ROWS * (size_t)L->wout;
-    e[0].bytes = option == 1 ? 0 : sizeof(float) * n; e[0].align = 16;
-    e[1].bytes = n; e[1].align = 16;
+    e[VALS(option)].bytes = option == 1 ? 0 : sizeof(float) * n; e[VALS(option)].align = 16;
+    e[MASK(option)].bytes = n; e[MASK(option)].align = 16;
     ckpt_layout_compute(e, 2, &total);
     return total;
 }
@@ -146,12 +151,12 @@ static ckpt_result layer_fwd(const ckpt_fwd_args *a) {
     uint8_t *mask;
     ckpt_result res;
     tape_layout(L, opt, e);
-    mask = (uint8_t *)ckpt_layout_ptr(a->tape, e, 1);
+    mask = (uint8_t *)ckpt_layout_ptr(a->tape, e, MASK(opt));
     if ((res = ckpt_ctx_rng(a->ctx, (uint64_t)(n + 3) / 4, &ph)) != CKPT_OK) return res;
     pre_activation(L, (const float *)a->in, h);
     for (i = 0; i < n; i++) y[i] = tanhf(h[i]);
-    if (opt == 0) memcpy(ckpt_layout_ptr(a->tape, e, 0), h, sizeof(float) * (size_t)n);
-    if (opt == 2) memcpy(ckpt_layout_ptr(a->tape, e, 0), y, sizeof(float) * (size_t)n);
+    if (opt == 0) memcpy(ckpt_layout_ptr(a->tape, e, VALS(opt)), h, sizeof(float) * (size_t)n);
+    if (opt >= 2) memcpy(ckpt_layout_ptr(a->tape, e, VALS(opt)), y, sizeof(float) * (size_t)n);
     ckpt_philox_dropout(&ph, L->p_drop, y, y, mask, (size_t)n);
     if (a->ctx->keep_tape) { L->kept_option = opt; L->runs[opt]++; }
     return CKPT_OK;
@@ -168,11 +173,11 @@ static ckpt_result layer_bwd(const ckpt_bwd_args *a) {
     void *tape = (void *)(uintptr_t)a->tape;
     if (opt != L->kept_option) L->option_mismatch++;
     tape_layout(L, opt, e);
-    mask = (const uint8_t *)ckpt_layout_ptr(tape, e, 1);
+    mask = (const uint8_t *)ckpt_layout_ptr(tape, e, MASK(opt));
     if (opt == 1) pre_activation(L, x, h);                 /* what option 1 left out */
     for (i = 0; i < ROWS * L->wout; i++) {
-        float t = opt == 2 ? ((const float *)ckpt_layout_ptr(tape, e, 0))[i]
-                           : tanhf(opt == 1 ? h[i] : ((const float *)ckpt_layout_ptr(tape, e, 0))[i]);
+        const float *vals = (const float *)ckpt_layout_ptr(tape, e, VALS(opt));
+        float t = opt >= 2 ? vals[i] : tanhf(opt == 1 ? h[i] : vals[i]);
         dh[i] = mask[i] ? g[i] * scale * (1.0f - t * t) : 0.0f;
     }
     for (r = 0; r < ROWS; r++)
@@ -215,10 +220,10 @@ static void make_case(chain_case *c) {
         s->forward = layer_fwd; s->backward = layer_bwd; s->user = L;
         s->out_bytes = sizeof(float) * ROWS * (size_t)L->wout;
         s->tape_bytes = tape_layout(L, 0, e);
-        s->n_tape_options = rnd_chance(80) ? 2 : rnd_int(0, 1);
-        for (j = 1; j <= s->n_tape_options; j++) {
+        s->n_tape_options = rnd_chance(80) ? rnd_int(2, 3) : rnd_int(0, 1);
+        for (j = 1; j <= s->n_tape_options; j++) {   /* options 2 and 3: the same bytes; either may cost less */
             s->tape_options[j - 1].tape_bytes = tape_layout(L, j, e);
-            s->tape_options[j - 1].bwd_extra = j == 1 ? rnd_int(0, 4) * 0.5 : 0.0;
+            s->tape_options[j - 1].bwd_extra = j == 1 ? rnd_int(0, 4) * 0.5 : rnd_int(0, 1) * 0.5;
         }
         s->fwd_workspace_bytes = sizeof(float) * ROWS * MAXW;
         s->bwd_workspace_bytes = 2 * sizeof(float) * ROWS * MAXW;
@@ -231,6 +236,7 @@ static void make_case(chain_case *c) {
 }
 
 static int option_plans, option_tapes;   /* plans that kept a tape in an option other than 0 */
+static int option3_tapes;                /* tapes the plans kept in option 3 */
 
 /* The executor's profiler labels: "F3+/1 name" names a tape kept in option 1. */
 static int label_options, label_option_sum;
@@ -278,7 +284,7 @@ static int run(chain_case *c, const ckpt_plan_desc *pd, const ckpt_op *ops, int 
         memcpy(g->dW[i], c->layers[i].dW, sizeof g->dW[i]);
         memcpy(g->db[i], c->layers[i].db, sizeof g->db[i]);
         mism += c->layers[i].option_mismatch;
-        runs_nz += c->layers[i].runs[1] + c->layers[i].runs[2];
+        runs_nz += c->layers[i].runs[1] + c->layers[i].runs[2] + c->layers[i].runs[3];
     }
     CHECK(mism == 0, "%s: %d backwards saw another option than their tape's", what, mism);
     ckpt_chain_get_stats(ch, &stats);
@@ -290,8 +296,12 @@ static int run(chain_case *c, const ckpt_plan_desc *pd, const ckpt_op *ops, int 
         int n_plan_ops, k, nz = 0, sum = 0;
         const ckpt_op *po = ckpt_plan_ops(ckpt_chain_get_plan(ch), &n_plan_ops);
         for (k = 0; k < n_plan_ops; k++)
-            if (po[k].kind == CKPT_OP_F && po[k].tape && po[k].option != 0) { nz++; sum += po[k].option; }
-        CHECK(2 * nz == runs_nz, "%s: %d kept tapes in options 1..2 per step planned, %d run in 2 steps", what, nz, runs_nz);
+            if (po[k].kind == CKPT_OP_F && po[k].tape && po[k].option != 0) {
+                nz++;
+                sum += po[k].option;
+                if (pd && po[k].option == 3) option3_tapes++;
+            }
+        CHECK(2 * nz == runs_nz, "%s: %d kept tapes in options 1..3 per step planned, %d run in 2 steps", what, nz, runs_nz);
         CHECK(label_options == 2 * nz && label_option_sum == 2 * sum,
               "%s: profiler labels name %d option tapes (options summing to %d) in 2 steps, the plan %d per step (%d)",
               what, label_options, label_option_sum, nz, sum);
@@ -325,10 +335,11 @@ static void executor(void) {
         for (i = 0; i < c.n; i++) { ops[c.n + i].kind = CKPT_OP_B; ops[c.n + i].stage = c.n - i; }
         if (!run(&c, NULL, ops, 2 * c.n, &ref, &be, "store-all option 0")) continue;
         /* store-all with option k on every stage that has it, then random options */
-        for (k = 1; k <= 3; k++) {
+        for (k = 1; k <= 4; k++) {
             for (i = 0; i < c.n; i++)
-                ops[i].option = k == 3 ? rnd_int(0, c.st[i].n_tape_options) : (k <= c.st[i].n_tape_options ? k : 0);
-            snprintf(what, sizeof what, "case %d: store-all, options %s", ci, k == 3 ? "random" : k == 1 ? "1" : "2");
+                ops[i].option = k == 4 ? rnd_int(0, c.st[i].n_tape_options) : (k <= c.st[i].n_tape_options ? k : 0);
+            if (k == 4) snprintf(what, sizeof what, "case %d: store-all, options random", ci);
+            else snprintf(what, sizeof what, "case %d: store-all, option %d", ci, k);
             if (run(&c, NULL, ops, 2 * c.n, &got, &be, what)) {
                 schedules++;
                 CHECK(memcmp(&got, &ref, sizeof got) == 0, "%s: gradients differ from option 0's", what);
@@ -368,8 +379,9 @@ static void executor(void) {
     ckpt_cpu_get_stats(&be, &bs);
     CHECK(bs.live_allocations == 0, "backend still holds %llu allocations", (unsigned long long)bs.live_allocations);
     ckpt_cpu_backend_destroy(&be);
-    printf("test_options: %d chains: %d schedules with options 1, 2 and random, %d plans (%d of them keep %d tapes in "
-           "options 1..2)\n", cases, schedules, plans, option_plans, option_tapes);
+    printf("test_options: %d chains: %d schedules with options 1, 2, 3 and random, %d plans (%d of them keep %d tapes "
+           "in options 1..3; %d in option 3)\n", cases, schedules, plans, option_plans, option_tapes, option3_tapes);
+    CHECK(option3_tapes > 0, "no plan kept a tape in option 3");
     CHECK(option_plans * 20 >= plans, "only %d of %d plans use an option other than 0", option_plans, plans);
 }
 
