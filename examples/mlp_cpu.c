@@ -31,7 +31,8 @@
    in time and saves in memory), and "optimal b=optk", the optimal policy at that row's peak.
    Column "options" counts the blocks whose F kept options 0/1/2/3; the lines under the table
    show each plan's option per block.
-   --no-options declares no option (nor the forward workspace): the blocks as they were before.
+   --no-options declares no option (nor the forward workspace, nor the backward's room for h):
+   the blocks as they were before.
    --check-recompute trains every row with ckpt_chain_desc.check_recompute (RECOMPUTE CHECK in
    ckpt.h): each step checksums the boundaries and tapes of its first forward and compares every
    recomputation; the table's times then include that cost (the stage times are measured without
@@ -397,16 +398,16 @@ static void block_forward(const Model *m, const Block *p, const float *x, float 
 /* What option `option`'s backward recomputes before it starts, with the forward's functions (the
    same bits): the LN output (options 2, 3) into ws's dln, h (option 3) into ws's h, a (options
    1-3) into ws's da; *ln, *h and *a point at each, from the tape or recomputed. Option 0 does
-   nothing: its extra time, bwd_extra, is this call's time (measure_recompute). */
+   nothing. The bwd_extra of options 1-3 is this call's time (measure_recompute). */
 static void block_recompute(const Model *m, const Block *p, const float *x, const void *tape, int option,
                             void *ws, const float **ln, const float **h, const float **a)
 {
     const ckpt_layout_entry *lay = m->tape[option];
-    float *mean = ckpt_layout_ptr((void *)(uintptr_t)tape, lay, T_MEAN);
-    float *rstd = ckpt_layout_ptr((void *)(uintptr_t)tape, lay, T_RSTD);
-    *ln = ckpt_layout_ptr((void *)(uintptr_t)tape, lay, T_LN);
-    *h = ckpt_layout_ptr((void *)(uintptr_t)tape, lay, T_H);
-    *a = ckpt_layout_ptr((void *)(uintptr_t)tape, lay, T_A);
+    float *mean = ckpt_layout_ptr(tape, lay, T_MEAN);
+    float *rstd = ckpt_layout_ptr(tape, lay, T_RSTD);
+    *ln = ckpt_layout_ptr(tape, lay, T_LN);
+    *h = ckpt_layout_ptr(tape, lay, T_H);
+    *a = ckpt_layout_ptr(tape, lay, T_A);
     if (option >= 2) {          /* stats 0: mean and rstd are only read */
         float *ln_ws = ckpt_layout_ptr(ws, m->ws, W_DLN);
         ln_rows(m, p, x, mean, rstd, ln_ws, 0);
@@ -1081,7 +1082,7 @@ int main(int argc, char **argv)
            runs[0].loss);
     if (cfg.bandwidth_gbs > 0) printf("offload: copy engine throttled to %.3g GB/s each way\n\n", cfg.bandwidth_gbs);
     if (cfg.stream) printf("parameters streamed: loads per step in the last column\n\n");
-    printf("%-14s %12s %12s %12s %12s %9s %9s %7s %7s %7s %4s %12s %s\n", "policy", "planned B", "used B",
+    printf("%-14s %12s %12s %12s %12s %9s %9s %7s %7s %7s %8s %12s %s\n", "policy", "planned B", "used B",
            "arena B", "pinned B", "ms/step", "cpu ms", "pred x", "meas x", "cpu x", "options", "final loss",
            "grads bit-identical");
     const Run *ref = &runs[0];
@@ -1097,7 +1098,7 @@ int main(int argc, char **argv)
         }
         int match = same_grads(&ss, r, ref);
         all_match &= match;
-        printf("%-14s %12llu %12llu %12llu %12llu %9.3f %9.3f %7.3f %7.3f %7.3f %7s %12.6e %s\n", name,
+        printf("%-14s %12llu %12llu %12llu %12llu %9.3f %9.3f %7.3f %7.3f %7.3f %8s %12.6e %s\n", name,
                (unsigned long long)r->info.peak, (unsigned long long)r->stats.arena_high_water,
                (unsigned long long)r->stats.arena_bytes, (unsigned long long)r->stats.pool_bytes, r->ms_per_step,
                r->cpu_ms_per_step, r->info.time / ref->info.time, r->ms_per_step / ref->ms_per_step,

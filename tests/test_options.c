@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROWS 48   /* tapes of several CKPT_ALIGN units, so that the options differ in the model */
+#define ROWS 48   /* tapes of several CKPT_ALIGN units, so that options 0, 1 and 2 differ in size */
 #define MAXN 8
 #define MAXW 10
 
@@ -237,6 +237,7 @@ static void make_case(chain_case *c) {
 
 static int option_plans, option_tapes;   /* plans that kept a tape in an option other than 0 */
 static int option3_tapes;                /* tapes the plans kept in option 3 */
+static int option3_schedules;            /* store-all schedules that kept some tape in option 3 */
 
 /* The executor's profiler labels: "F3+/1 name" names a tape kept in option 1. */
 static int label_options, label_option_sum;
@@ -255,7 +256,7 @@ static int run(chain_case *c, const ckpt_plan_desc *pd, const ckpt_op *ops, int 
     ckpt_plan_info info;
     ckpt_chain_stats stats = {0};
     ckpt_result r;
-    int i, step, mism = 0, runs_nz = 0;
+    int i, o, step, mism = 0, ran[CKPT_MAX_TAPE_OPTIONS] = {0};
     memset(&cd, 0, sizeof cd);
     cd.stages = c->st; cd.n_stages = c->n; cd.backend = be; cd.seed = 99;
     for (i = 0; i < c->n; i++) {
@@ -284,7 +285,7 @@ static int run(chain_case *c, const ckpt_plan_desc *pd, const ckpt_op *ops, int 
         memcpy(g->dW[i], c->layers[i].dW, sizeof g->dW[i]);
         memcpy(g->db[i], c->layers[i].db, sizeof g->db[i]);
         mism += c->layers[i].option_mismatch;
-        runs_nz += c->layers[i].runs[1] + c->layers[i].runs[2] + c->layers[i].runs[3];
+        for (o = 0; o < CKPT_MAX_TAPE_OPTIONS; o++) ran[o] += c->layers[i].runs[o];
     }
     CHECK(mism == 0, "%s: %d backwards saw another option than their tape's", what, mism);
     ckpt_chain_get_stats(ch, &stats);
@@ -293,15 +294,18 @@ static int run(chain_case *c, const ckpt_plan_desc *pd, const ckpt_op *ops, int 
           "%s: high water %llu, arena %llu (planned %llu)", what, (unsigned long long)stats.arena_high_water,
           (unsigned long long)stats.arena_bytes, (unsigned long long)info.arena);
     {   /* the plan's options, as its ops say, are what the callbacks ran */
-        int n_plan_ops, k, nz = 0, sum = 0;
+        int n_plan_ops, k, nz = 0, sum = 0, planned[CKPT_MAX_TAPE_OPTIONS] = {0};
         const ckpt_op *po = ckpt_plan_ops(ckpt_chain_get_plan(ch), &n_plan_ops);
         for (k = 0; k < n_plan_ops; k++)
-            if (po[k].kind == CKPT_OP_F && po[k].tape && po[k].option != 0) {
-                nz++;
-                sum += po[k].option;
-                if (pd && po[k].option == 3) option3_tapes++;
+            if (po[k].kind == CKPT_OP_F && po[k].tape) {
+                planned[po[k].option]++;
+                if (po[k].option != 0) { nz++; sum += po[k].option; }
             }
-        CHECK(2 * nz == runs_nz, "%s: %d kept tapes in options 1..3 per step planned, %d run in 2 steps", what, nz, runs_nz);
+        for (k = 0; k < CKPT_MAX_TAPE_OPTIONS; k++)   /* each option on its own: options 2 and 3 have one size */
+            CHECK(2 * planned[k] == ran[k], "%s: %d kept tapes in option %d per step planned, %d run in 2 steps", what,
+                  planned[k], k, ran[k]);
+        if (pd) option3_tapes += planned[3];
+        else option3_schedules += planned[3] > 0;
         CHECK(label_options == 2 * nz && label_option_sum == 2 * sum,
               "%s: profiler labels name %d option tapes (options summing to %d) in 2 steps, the plan %d per step (%d)",
               what, label_options, label_option_sum, nz, sum);
@@ -380,8 +384,10 @@ static void executor(void) {
     CHECK(bs.live_allocations == 0, "backend still holds %llu allocations", (unsigned long long)bs.live_allocations);
     ckpt_cpu_backend_destroy(&be);
     printf("test_options: %d chains: %d schedules with options 1, 2, 3 and random, %d plans (%d of them keep %d tapes "
-           "in options 1..3; %d in option 3)\n", cases, schedules, plans, option_plans, option_tapes, option3_tapes);
-    CHECK(option3_tapes > 0, "no plan kept a tape in option 3");
+           "in options 1..3; %d in option 3); %d schedules kept tapes in option 3\n", cases, schedules, plans, option_plans,
+           option_tapes, option3_tapes, option3_schedules);
+    CHECK(option3_tapes > 0 && option3_schedules > 0, "no plan (%d) or no schedule (%d) kept a tape in option 3",
+          option3_tapes, option3_schedules);
     CHECK(option_plans * 20 >= plans, "only %d of %d plans use an option other than 0", option_plans, plans);
 }
 
