@@ -536,11 +536,80 @@ static int unit_plan(const ckpt_cost *c, int n, uint64_t budget, uint64_t unit, 
     return r == CKPT_OK && p <= budget;
 }
 
+/* Counts of rounding_vs_rotor: feasible cases, those where rotor's rounding fits, where ours is
+   faster, where rounding a and t apart would be slower than rotor's; ckpt_plan_create's plans
+   checked against the program's, and those where the program's plan needed an arena above the
+   budget (not compared). */
+typedef struct rounding_counts { int cases, rotor_fits, faster, apart_slower, public_calls, arena_over; } rounding_counts;
+
+/* One budget: the program at 500 units, and ckpt_plan_create at 500 units (what users get: the
+   program or a faster incumbent), against rotor's rounding on the same chain. */
+static void rounding_case(const ckpt_cost *c, int n, uint64_t budget, rounding_counts *k) {
+    uint64_t mp, unit, p;
+    double t_rotor, t, t_apart;
+    _ckpt_sched s = {NULL, 0, 0};
+    ckpt_plan_info info;
+    ckpt_plan *pl = NULL;
+    ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 500, 1, INFINITY, &s, &mp, &unit);
+    if (r == CKPT_ERR_INFEASIBLE) { _ckpt_free(NULL, s.ops); return; }
+    k->cases++;
+    CHECK(r == CKPT_OK, "n %d budget %llu: %s", n, (unsigned long long)budget, ckpt_result_string(r));
+    if (r != CKPT_OK || _ckpt_sched_eval_into(NULL, c, n, &s, NULL, &t, &p) != CKPT_OK) { _ckpt_free(NULL, s.ops); return; }
+    _ckpt_free(NULL, s.ops);
+    CHECK(p <= budget, "n %d: the plan's peak %llu exceeds its budget %llu", n, (unsigned long long)p,
+          (unsigned long long)budget);
+    /* rotor's rounding: its options (level 0), a + t rounded once, ceil(budget / 500) */
+    if (!unit_plan(c, n, budget, budget / 500 + (budget % 500 != 0), 0, 1, &t_rotor)) return;
+    k->rotor_fits++;
+    CHECK(t <= t_rotor, "n %d budget %llu: time %.17g, slower than rotor's rounding %.17g", n,
+          (unsigned long long)budget, t, t_rotor);
+    if (t < t_rotor) k->faster++;
+    /* what rounding a and t apart (the previous rule) gives at the same level */
+    if (unit_plan(c, n, budget, unit, _ckpt_dp_level(n), 0, &t_apart) && t_apart > t_rotor) k->apart_slower++;
+    /* ckpt_plan_create plans the sizes the executor allocates (each rounded up to CKPT_ALIGN,
+       _ckpt_costs_model) and lays the plan out; where the program's plan needs an arena above the
+       budget, it plans again below (>>fit) and may be slower: counted apart. So on those sizes:
+       the program against rotor's rounding, then ckpt_plan_create against the program. */
+    {
+        ckpt_cost cm[300];
+        ckpt_plan_info pi;
+        uint64_t pool = 0;
+        double tm = 0, tm_rotor = 0;
+        memset(&pi, 0, sizeof pi);
+        memset(&s, 0, sizeof s);
+        _ckpt_costs_model(c, n, cm);
+        r = _ckpt_persistent(NULL, cm, n, budget, 500, 1, INFINITY, &s, &mp, &unit);
+        if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, cm, n, &s, NULL, &tm, &p);
+        if (r == CKPT_OK) r = _ckpt_plan_measure(NULL, cm, n, &s, NULL, &pi, &pool);
+        _ckpt_free(NULL, s.ops);
+        CHECK(r == CKPT_OK, "n %d budget %llu, aligned sizes: the program: %s", n, (unsigned long long)budget,
+              ckpt_result_string(r));
+        if (r != CKPT_OK) return;
+        if (unit_plan(cm, n, budget, budget / 500 + (budget % 500 != 0), 0, 1, &tm_rotor))
+            CHECK(tm <= tm_rotor, "n %d budget %llu, aligned sizes: time %.17g, slower than rotor's rounding %.17g", n,
+                  (unsigned long long)budget, tm, tm_rotor);
+        r = (ckpt_result)plan(c, n, CKPT_POLICY_OPTIMAL, budget, 500, &info, &pl);
+        CHECK(r == CKPT_OK && info.peak <= budget && info.arena <= budget, "n %d budget %llu: ckpt_plan_create %s", n,
+              (unsigned long long)budget, ckpt_result_string(r));
+        if (r == CKPT_OK && pi.arena <= budget) {
+            CHECK(info.time <= tm, "n %d budget %llu: ckpt_plan_create's time %.17g, the program's %.17g, whose arena "
+                  "%llu fits", n, (unsigned long long)budget, info.time, tm, (unsigned long long)pi.arena);
+            k->public_calls++;
+        } else if (r == CKPT_OK) {
+            k->arena_over++;
+        }
+        if (r == CKPT_OK) replay_ok(c, n, pl, budget);
+        ckpt_plan_destroy(pl);
+    }
+}
+
 static void rounding_vs_rotor(void) {
-    int ci, cases = 0, rotor_fits = 0, faster = 0, apart_slower = 0;
+    int ci, b;
+    uint64_t saved;
+    rounding_counts k = {0, 0, 0, 0, 0, 0}, kl = {0, 0, 0, 0, 0, 0};
     for (ci = 0; ci < ROUNDING_CHAINS; ci++) {
         ckpt_cost c[120] = {{0}};
-        int n = 20 + (int)(rnd() % 100), b, r0;
+        int n = 20 + (int)(rnd() % 100), r0;
         ckpt_plan_info sa;
         ckpt_plan *pl = NULL;
         odd_chain(c, n);
@@ -548,33 +617,38 @@ static void rounding_vs_rotor(void) {
         CHECK(r0 == CKPT_OK, "store-all: %s", ckpt_result_string((ckpt_result)r0));
         if (r0 != CKPT_OK) continue;
         ckpt_plan_destroy(pl);
-        for (b = 0; b < 3; b++) {
-            uint64_t budget = sa.peak / 5 + rnd() % (sa.peak / 2), mp, unit, p;
-            double t_rotor, t, t_apart;
-            _ckpt_sched s = {NULL, 0, 0};
-            ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 500, 1, INFINITY, &s, &mp, &unit);
-            if (r == CKPT_ERR_INFEASIBLE) { _ckpt_free(NULL, s.ops); continue; }
-            cases++;
-            CHECK(r == CKPT_OK, "n %d budget %llu: %s", n, (unsigned long long)budget, ckpt_result_string(r));
-            if (r != CKPT_OK || _ckpt_sched_eval_into(NULL, c, n, &s, NULL, &t, &p) != CKPT_OK) { _ckpt_free(NULL, s.ops); continue; }
-            CHECK(p <= budget, "n %d: the plan's peak %llu exceeds its budget %llu", n, (unsigned long long)p,
-                  (unsigned long long)budget);
-            /* rotor's rounding: its options (level 0), a + t rounded once, ceil(budget / 500) */
-            if (unit_plan(c, n, budget, budget / 500 + (budget % 500 != 0), 0, 1, &t_rotor)) {
-                rotor_fits++;
-                CHECK(t <= t_rotor, "n %d budget %llu: time %.17g, slower than rotor's rounding %.17g", n,
-                      (unsigned long long)budget, t, t_rotor);
-                if (t < t_rotor) faster++;
-                /* what rounding a and t apart (the previous rule) gives at the same level */
-                if (unit_plan(c, n, budget, unit, _ckpt_dp_level(n), 0, &t_apart) && t_apart > t_rotor) apart_slower++;
-            }
-            _ckpt_free(NULL, s.ops);
-        }
+        for (b = 0; b < 3; b++) rounding_case(c, n, sa.peak / 5 + rnd() % (sa.peak / 2), &k);
     }
     printf("rounding at 500 units, %d chains of 20-119 stages: %d feasible cases, rotor's rounding fits in %d; "
-           "ours faster in %d, slower in none; a and t rounded apart would be slower than rotor's in %d\n",
-           ROUNDING_CHAINS, cases, rotor_fits, faster, apart_slower);
-    CHECK(rotor_fits >= cases / 2, "rotor's rounding fit in only %d of %d cases: the comparison is empty", rotor_fits, cases);
+           "ours faster in %d, slower in none; a and t rounded apart would be slower than rotor's in %d; "
+           "ckpt_plan_create no slower than the program in %d; the program's arena over the budget in %d\n",
+           ROUNDING_CHAINS, k.cases, k.rotor_fits, k.faster, k.apart_slower, k.public_calls, k.arena_over);
+    CHECK(k.rotor_fits >= k.cases / 2, "rotor's rounding fit in only %d of %d cases: the comparison is empty",
+          k.rotor_fits, k.cases);
+    /* Longer chains (150-299 stages), one budget each, on their own stream so that the later
+       tests draw what they drew before; not in reduced runs. */
+    saved = rng_state;
+    rng_state = 0x9E3779B97F4A7C15ull;
+    for (ci = 0; ci < (TEST_REDUCED ? 0 : 4); ci++) {
+        static ckpt_cost c[300];
+        int n = 150 + (int)(rnd() % 150), r0;
+        ckpt_plan_info sa;
+        ckpt_plan *pl = NULL;
+        memset(c, 0, sizeof c);
+        odd_chain(c, n);
+        r0 = plan(c, n, CKPT_POLICY_STORE_ALL, 0, 0, &sa, &pl);
+        CHECK(r0 == CKPT_OK, "store-all: %s", ckpt_result_string((ckpt_result)r0));
+        if (r0 != CKPT_OK) continue;
+        ckpt_plan_destroy(pl);
+        rounding_case(c, n, sa.peak / 5 + rnd() % (sa.peak / 2), &kl);
+    }
+    rng_state = saved;
+    if (!TEST_REDUCED) {
+        printf("rounding at 500 units, 4 chains of 150-299 stages: %d feasible, rotor's rounding fits in %d; ours "
+               "faster in %d, slower in none; ckpt_plan_create no slower than the program in %d; the program's arena "
+               "over the budget in %d\n", kl.cases, kl.rotor_fits, kl.faster, kl.public_calls, kl.arena_over);
+        CHECK(kl.rotor_fits >= 2, "long chains: rotor's rounding fit in only %d of %d cases", kl.rotor_fits, kl.cases);
+    }
 }
 
 /* Repeated blocks: an embedding stage, copies of a block of p stages, a head stage. */
