@@ -46,8 +46,8 @@
    Store-all, the reference, keeps option 0; the three lines after it, "store-all optk" (CSV
    policy "custom", frac its memory ratio), run store-all's schedule keeping every tape in option
    k, for k = 1, 2, 3.
-   --no-options declares no option (and no forward workspace for it): the stages are what they
-   were before options, to compare.
+   --no-options declares no option (nor the forward workspace, nor the backward's room for option
+   3's h): the stages are what they were before options, to compare.
 
    Build: the CMake target mlp_cpu_bench (OpenBLAS when found, else examples/blas.h's SGEMM;
    OpenMP when found), or from the repository root (Debian's OpenBLAS)
