@@ -725,10 +725,11 @@ typedef struct Session {
     Config cfg;
     Model model, teacher;
     float *init;                /* the model's initial parameters: every run starts from them */
-    double fwd_ms, bwd_ms;      /* the blocks' mean measured times (every plan uses the same costs) */
+    double fwd_ms;              /* the blocks' mean measured forward (every plan uses the same costs) */
     double measure_ms;          /* what measuring them took */
     double bwd_extra_ms[N_OPTIONS];     /* option k's bwd_extra: its recomputation timed alone (0: 0) */
-    double bwd_opt_ms[N_OPTIONS];       /* cross-check: mean backward measured under store-all in option k */
+    double bwd_opt_ms[N_OPTIONS];       /* mean backward measured under store-all in option k: [0] is the
+                                           blocks' (the costs), [1..] cross-checks */
     int bwd_option[N_OPTIONS];          /* ckpt_stage_time.bwd_option each measurement reported (stage 1) */
     ckpt_stage_desc *stages;
     Batch batch;
@@ -881,13 +882,10 @@ static void session_open(Session *ss, const Config *cfg)
     ed.copy_bandwidth = cfg->bandwidth_gbs * 1e9;
     CHECK(ckpt_cpu_backend_create(&ed, &ss->engine));
     measure_stages(ss, 0);
-    ss->bwd_ms = ss->bwd_opt_ms[0];
-    if (!cfg->no_options) {
-        for (int o = 1; o < N_OPTIONS; o++) {
-            ss->bwd_extra_ms[o] = measure_recompute(ss, o);
-            for (int l = 0; l < cfg->L; l++) ss->stages[l].tape_options[o - 1].bwd_extra = ss->bwd_extra_ms[o];
-        }
-        for (int o = 1; o < N_OPTIONS; o++) measure_stages(ss, o);
+    for (int o = 1; !cfg->no_options && o < N_OPTIONS; o++) {
+        ss->bwd_extra_ms[o] = measure_recompute(ss, o);
+        for (int l = 0; l < cfg->L; l++) ss->stages[l].tape_options[o - 1].bwd_extra = ss->bwd_extra_ms[o];
+        measure_stages(ss, o);
     }
 }
 
@@ -914,14 +912,16 @@ static void session_train(Session *ss, ckpt_plan_desc *pd, Run *run)
           pd->policy == CKPT_POLICY_OFFLOAD ? &ss->engine : &ss->be, pd, NULL, 0, &ss->batch, run);
 }
 
-/* Trains it under store-all's schedule with every F keeping tape option `option`, into run. */
-static void session_train_store_all(Session *ss, int option, const char *label, Run *run)
+/* Trains it under store-all's schedule with every F keeping tape option `option` (1..3), into
+   run, labelled "store-all optk". */
+static void session_train_store_all(Session *ss, int option, Run *run)
 {
+    static const char *const label[N_OPTIONS] = { "", "store-all opt1", "store-all opt2", "store-all opt3" };
     int n_ops;
     ckpt_op *ops = store_all_ops(ss->cfg.L, option, &n_ops);
     memset(run, 0, sizeof *run);
     train(&ss->cfg, &ss->model, &ss->teacher, ss->init, ss->stages, &ss->be, NULL, ops, n_ops, &ss->batch, run);
-    run->label = label;
+    run->label = label[option];
     free(ops);
 }
 
@@ -1022,7 +1022,6 @@ int main(int argc, char **argv)
     Run runs[MAX_ROWS] = {0};
     int n_rows = 0;
     int all_opt[N_OPTIONS] = {0};   /* the row of store-all in option k (k >= 1) */
-    static const char *const all_label[N_OPTIONS] = { "", "store-all opt1", "store-all opt2", "store-all opt3" };
     static const char *const opt_label[N_OPTIONS] = { "", "optimal b=opt1", "optimal b=opt2", "optimal b=opt3" };
     uint64_t budget = cfg.budget;
     {
@@ -1033,7 +1032,7 @@ int main(int argc, char **argv)
             budget = (uint64_t)(cfg.budget_frac * (double)runs[0].info.peak) + 1;
     }
     for (int o = 1; options && o < N_OPTIONS; o++) {
-        session_train_store_all(&ss, o, all_label[o], &runs[n_rows]);
+        session_train_store_all(&ss, o, &runs[n_rows]);
         all_opt[o] = n_rows++;
     }
     const ckpt_policy policies[] = { CKPT_POLICY_EVERY_K, CKPT_POLICY_SQRT, CKPT_POLICY_GREEDY, CKPT_POLICY_OPTIMAL };
@@ -1061,7 +1060,7 @@ int main(int argc, char **argv)
     printf("BLAS: %s\n", EXAMPLE_BLAS);
     printf("%d blocks of width %d (hidden %d), %d rows, dropout %.2f, %d steps; blocks (mean of the "
            "measured medians): fwd %.3f ms, bwd %.3f ms\n", cfg.L, cfg.C, 4 * cfg.C, cfg.N, cfg.p_drop,
-           cfg.steps, ss.fwd_ms, ss.bwd_ms);
+           cfg.steps, ss.fwd_ms, ss.bwd_opt_ms[0]);
     printf("stage times measured by ckpt_chain_measure: 1 warm-up + %d timed store-all steps in %.1f ms; "
            "fwd/bwd per block (ms):", MEASURE_STEPS, ss.measure_ms);
     for (int l = 0; l < cfg.L; l++) printf(" %.3f/%.3f", ss.stages[l].fwd_time, ss.stages[l].bwd_time);
@@ -1125,12 +1124,12 @@ int main(int argc, char **argv)
         for (int o = 1; o < N_OPTIONS; o++) {
             const Run *all = &runs[all_opt[o]], *opt = &runs[first_opt + o - 1];
             if (all->n_opt[o] != cfg.L) {
-                fprintf(stderr, "error: %s kept option %d in %d of %d blocks\n", all_label[o], o, all->n_opt[o], cfg.L);
+                fprintf(stderr, "error: %s kept option %d in %d of %d blocks\n", all->label, o, all->n_opt[o], cfg.L);
                 all_match = 0;
             }
             if (opt->feasible && opt->info.time > all->info.time * (1.0 + 1e-12))
-                fprintf(stderr, "warning: optimal at %s's peak predicts %.6f ms, %s %.6f ms\n", all_label[o],
-                        opt->info.time, all_label[o], all->info.time);
+                fprintf(stderr, "warning: optimal at %s's peak predicts %.6f ms, %s %.6f ms\n", all->label,
+                        opt->info.time, all->label, all->info.time);
         }
         printf("\noptions: how many blocks' F kept tape options 0/1/2/3. store-all optk: store-all's schedule with "
                "every F keeping\noption k (ckpt_chain_set_schedule); optimal b=optk: the optimal policy at that "
