@@ -542,27 +542,44 @@ static int unit_plan(const ckpt_cost *c, int n, uint64_t budget, uint64_t unit, 
    budget (not compared). */
 typedef struct rounding_counts { int cases, rotor_fits, faster, apart_slower, public_calls, arena_over; } rounding_counts;
 
-/* One budget: the program at 500 units, and ckpt_plan_create at 500 units (what users get: the
-   program or a faster incumbent), against rotor's rounding on the same chain. */
-static void rounding_case(const ckpt_cost *c, int n, uint64_t budget, rounding_counts *k) {
-    uint64_t mp, unit, p;
-    double t_rotor, t, t_apart;
+/* The program at 500 units on c (what: the sizes' name in messages): CKPT_ERR_INFEASIBLE, or its
+   time *t, unit *unit and, when arena is not NULL, its arena; its peak must fit the budget. *t_rotor
+   is the plan rotor's rounding gives (its options, level 0; a + t rounded once; ceil(budget /
+   500)), or INFINITY when that does not fit; the program must be no slower. */
+static ckpt_result program_vs_rotor(const ckpt_cost *c, int n, uint64_t budget, const char *what, double *t,
+                                    uint64_t *unit, uint64_t *arena, double *t_rotor) {
     _ckpt_sched s = {NULL, 0, 0};
+    uint64_t mp, p = 0, pool = 0;
+    ckpt_plan_info pi;
+    ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 500, 1, INFINITY, &s, &mp, unit);
+    memset(&pi, 0, sizeof pi);
+    if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, NULL, t, &p);
+    if (r == CKPT_OK && arena) r = _ckpt_plan_measure(NULL, c, n, &s, NULL, &pi, &pool);
+    _ckpt_free(NULL, s.ops);
+    if (r != CKPT_OK) return r;
+    if (arena) *arena = pi.arena;
+    CHECK(p <= budget, "n %d, %s: the plan's peak %llu exceeds its budget %llu", n, what, (unsigned long long)p,
+          (unsigned long long)budget);
+    if (!unit_plan(c, n, budget, budget / 500 + (budget % 500 != 0), 0, 1, t_rotor)) *t_rotor = INFINITY;
+    CHECK(*t <= *t_rotor, "n %d budget %llu, %s: time %.17g, slower than rotor's rounding %.17g", n,
+          (unsigned long long)budget, what, *t, *t_rotor);
+    return CKPT_OK;
+}
+
+/* One budget: the program at 500 units against rotor's rounding on the same chain, then
+   ckpt_plan_create at 500 units (what users get: the program or a faster incumbent). */
+static void rounding_case(const ckpt_cost *c, int n, uint64_t budget, rounding_counts *k) {
+    uint64_t unit, arena = 0;
+    double t_rotor, t, t_apart, tm, tm_rotor;
+    ckpt_cost cm[300];
     ckpt_plan_info info;
     ckpt_plan *pl = NULL;
-    ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 500, 1, INFINITY, &s, &mp, &unit);
-    if (r == CKPT_ERR_INFEASIBLE) { _ckpt_free(NULL, s.ops); return; }
+    ckpt_result r = program_vs_rotor(c, n, budget, "sizes as given", &t, &unit, NULL, &t_rotor);
+    if (r == CKPT_ERR_INFEASIBLE) return;
     k->cases++;
     CHECK(r == CKPT_OK, "n %d budget %llu: %s", n, (unsigned long long)budget, ckpt_result_string(r));
-    if (r != CKPT_OK || _ckpt_sched_eval_into(NULL, c, n, &s, NULL, &t, &p) != CKPT_OK) { _ckpt_free(NULL, s.ops); return; }
-    _ckpt_free(NULL, s.ops);
-    CHECK(p <= budget, "n %d: the plan's peak %llu exceeds its budget %llu", n, (unsigned long long)p,
-          (unsigned long long)budget);
-    /* rotor's rounding: its options (level 0), a + t rounded once, ceil(budget / 500) */
-    if (!unit_plan(c, n, budget, budget / 500 + (budget % 500 != 0), 0, 1, &t_rotor)) return;
+    if (r != CKPT_OK || t_rotor == INFINITY) return;
     k->rotor_fits++;
-    CHECK(t <= t_rotor, "n %d budget %llu: time %.17g, slower than rotor's rounding %.17g", n,
-          (unsigned long long)budget, t, t_rotor);
     if (t < t_rotor) k->faster++;
     /* what rounding a and t apart (the previous rule) gives at the same level */
     if (unit_plan(c, n, budget, unit, _ckpt_dp_level(n), 0, &t_apart) && t_apart > t_rotor) k->apart_slower++;
@@ -570,37 +587,23 @@ static void rounding_case(const ckpt_cost *c, int n, uint64_t budget, rounding_c
        _ckpt_costs_model) and lays the plan out; where the program's plan needs an arena above the
        budget, it plans again below (>>fit) and may be slower: counted apart. So on those sizes:
        the program against rotor's rounding, then ckpt_plan_create against the program. */
-    {
-        ckpt_cost cm[300];
-        ckpt_plan_info pi;
-        uint64_t pool = 0;
-        double tm = 0, tm_rotor = 0;
-        memset(&pi, 0, sizeof pi);
-        memset(&s, 0, sizeof s);
-        _ckpt_costs_model(c, n, cm);
-        r = _ckpt_persistent(NULL, cm, n, budget, 500, 1, INFINITY, &s, &mp, &unit);
-        if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, cm, n, &s, NULL, &tm, &p);
-        if (r == CKPT_OK) r = _ckpt_plan_measure(NULL, cm, n, &s, NULL, &pi, &pool);
-        _ckpt_free(NULL, s.ops);
-        CHECK(r == CKPT_OK, "n %d budget %llu, aligned sizes: the program: %s", n, (unsigned long long)budget,
-              ckpt_result_string(r));
-        if (r != CKPT_OK) return;
-        if (unit_plan(cm, n, budget, budget / 500 + (budget % 500 != 0), 0, 1, &tm_rotor))
-            CHECK(tm <= tm_rotor, "n %d budget %llu, aligned sizes: time %.17g, slower than rotor's rounding %.17g", n,
-                  (unsigned long long)budget, tm, tm_rotor);
-        r = (ckpt_result)plan(c, n, CKPT_POLICY_OPTIMAL, budget, 500, &info, &pl);
-        CHECK(r == CKPT_OK && info.peak <= budget && info.arena <= budget, "n %d budget %llu: ckpt_plan_create %s", n,
-              (unsigned long long)budget, ckpt_result_string(r));
-        if (r == CKPT_OK && pi.arena <= budget) {
-            CHECK(info.time <= tm, "n %d budget %llu: ckpt_plan_create's time %.17g, the program's %.17g, whose arena "
-                  "%llu fits", n, (unsigned long long)budget, info.time, tm, (unsigned long long)pi.arena);
-            k->public_calls++;
-        } else if (r == CKPT_OK) {
-            k->arena_over++;
-        }
-        if (r == CKPT_OK) replay_ok(c, n, pl, budget);
-        ckpt_plan_destroy(pl);
+    _ckpt_costs_model(c, n, cm);
+    r = program_vs_rotor(cm, n, budget, "aligned sizes", &tm, &unit, &arena, &tm_rotor);
+    CHECK(r == CKPT_OK, "n %d budget %llu, aligned sizes: the program: %s", n, (unsigned long long)budget,
+          ckpt_result_string(r));
+    if (r != CKPT_OK) return;
+    r = (ckpt_result)plan(c, n, CKPT_POLICY_OPTIMAL, budget, 500, &info, &pl);
+    CHECK(r == CKPT_OK && info.peak <= budget && info.arena <= budget, "n %d budget %llu: ckpt_plan_create %s", n,
+          (unsigned long long)budget, ckpt_result_string(r));
+    if (r == CKPT_OK && arena <= budget) {
+        CHECK(info.time <= tm, "n %d budget %llu: ckpt_plan_create's time %.17g, the program's %.17g, whose arena "
+              "%llu fits", n, (unsigned long long)budget, info.time, tm, (unsigned long long)arena);
+        k->public_calls++;
+    } else if (r == CKPT_OK) {
+        k->arena_over++;
     }
+    if (r == CKPT_OK) replay_ok(c, n, pl, budget);
+    ckpt_plan_destroy(pl);
 }
 
 static void rounding_vs_rotor(void) {
