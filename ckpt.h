@@ -81,6 +81,9 @@
                            CKPT_STAGE_NO_CHECKPOINT)) stays under 2^23 states (at most about
                            200 MB), 2^20 when a stage has tape options; beyond that the long-chain program
                            runs and the plan's guarantee says so (CKPT_GUARANTEE_PERSISTENT).
+   CKPT_LAYOUT_WORK        the arena layout's search effort (default 5e5): at most
+                           CKPT_LAYOUT_WORK / n_bufs orders of placement per layout, tried only
+                           while the arena is over both the peak and the budget (COST MODEL).
 
    MEMORY
    ------
@@ -145,16 +148,19 @@
    exactly only what could be as fast as the faster of the two (>>bound), and optimal returns
    that plan when the program has none as fast.
    The arena: every buffer gets an offset where it overlaps no buffer live at the same time; that
-   layout can need more than the peak (info.arena >= info.peak). When the plan's arena exceeds
-   the budget (or its pinned pool the host budget), the policy plans again for a budget lowered by
-   the excess (optimal without offload: a byte below the plan's peak first), down to its
-   smallest peak, until the arena fits: info.fit_budget is the budget it finally planned for,
-   and its guarantee holds there. min_budget is a budget from which every larger one plans: the
-   smallest peak, or the arena of a plan at that peak when it needs more. Beyond the exact search
-   that plan keeps each sub-problem at its own smallest peak (>>floor), not the fastest plan at
-   that peak, which takes far longer to find; where its arena is the smaller of the two and only
-   it fits, it is the plan returned, with guarantee CKPT_GUARANTEE_NONE. A budget below
-   min_budget may still plan, where a plan of larger peak has a smaller arena.
+   layout can need more than the peak (info.arena >= info.peak). While it is over both the peak
+   and the budget, the layout tries other orders of placing the buffers (CKPT_LAYOUT_WORK). When
+   the plan's arena still exceeds the budget (or its pinned pool the host budget), the policy
+   plans again for a budget lowered by the excess (optimal without offload: a byte below the
+   plan's peak first), down to its smallest peak, until the arena fits: info.fit_budget is the
+   budget it finally planned for, and its guarantee holds there. min_budget is a budget from
+   which every larger one plans: the smallest peak, or the arena of a plan at that peak when it
+   needs more (laid out without the search, so that min_budget is the same at every budget).
+   Beyond the exact search that plan keeps each sub-problem at its own smallest peak (>>floor),
+   not the fastest plan at that peak, which takes far longer to find; where its arena is the
+   smaller of the two and only it fits, it is the plan returned, with guarantee
+   CKPT_GUARANTEE_NONE. A budget below min_budget may still plan, where the search fits a plan's
+   arena or a plan of larger peak has a smaller arena.
    A stage with CKPT_STAGE_NO_CHECKPOINT forbids a checkpoint at its input boundary: F(i) never
    runs twice from the same X[i-1] (X[i-1] must be recomputed in between).
    Planning threads: with ckpt_plan_desc.threads > 1 the long-chain program (chains beyond the
@@ -536,6 +542,9 @@
 #endif
 #ifndef CKPT_CUBIC_MAX_STAGES
 #define CKPT_CUBIC_MAX_STAGES 1024
+#endif
+#ifndef CKPT_LAYOUT_WORK     /* the arena layout's local search: at most this / n_bufs orders */
+#define CKPT_LAYOUT_WORK 5e5
 #endif
 
 #ifdef __cplusplus
@@ -4545,6 +4554,7 @@ struct ckpt_plan {
     ckpt_op *ops;
     _ckpt_link link;        /* the link the plan was made for; d2h 0: untimed */
     uint64_t host_budget;   /* the pinned pool may not exceed it (0: no cap) */
+    uint64_t arena_target, pool_target;     /* its layouts' targets (>>arena); 0: the bound */
 };
 
 /* Every-k with k = 0: the k with the least time that fits (ties: smaller peak). */
@@ -5042,12 +5052,15 @@ static ckpt_result _ckpt_offload_plan(const _ckpt_off *o, uint32_t max_units, in
     return best_n ? CKPT_OK : CKPT_ERR_INFEASIBLE;
 }
 
-static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, int n_bufs, int n_ops, uint64_t *arena);
+static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, int n_bufs, int n_ops, uint64_t target,
+                                     uint64_t *arena, uint64_t *fixed);
 
 /* The predicted figures of schedule s (time, peaks, offloads) and the sizes of its arena and
-   pinned pool once laid out (>>arena), into *info and *pool. */
+   pinned pool once laid out (>>arena) against targets ta and tp, into *info and *pool; *fixed
+   (if not NULL): the arena of the fixed orders, which no target changes. */
 static ckpt_result _ckpt_plan_measure(const ckpt_allocator *al, const ckpt_cost *c, int n, const _ckpt_sched *s,
-                                      const _ckpt_link *link, ckpt_plan_info *info, uint64_t *pool) {
+                                      const _ckpt_link *link, uint64_t ta, uint64_t tp, ckpt_plan_info *info,
+                                      uint64_t *pool, uint64_t *fixed) {
     _ckpt_analysis an;
     const char *why;
     int bad;
@@ -5056,10 +5069,15 @@ static ckpt_result _ckpt_plan_measure(const ckpt_allocator *al, const ckpt_cost 
     if (r != CKPT_OK) return r;
     info->time = an.time; info->peak = an.peak; info->compute_time = an.compute_time;
     info->host_peak = an.host_peak; info->n_offloaded = an.n_offloads;
-    r = _ckpt_layout_bufs(al, an.bufs, an.n_bufs, s->n_ops, &info->arena);
-    if (r == CKPT_OK) r = _ckpt_layout_bufs(al, an.hbufs, an.n_hbufs, s->n_ops, pool);
+    r = _ckpt_layout_bufs(al, an.bufs, an.n_bufs, s->n_ops, ta, &info->arena, fixed);
+    if (r == CKPT_OK) r = _ckpt_layout_bufs(al, an.hbufs, an.n_hbufs, s->n_ops, tp, pool, NULL);
     _ckpt_analysis_free(al, &an);
     return r;
+}
+
+/* The target of a plan's pinned-pool layout (>>arena): its cap, if any. */
+static uint64_t _ckpt_pool_target(const _ckpt_off *off) {
+    return off && off->host_budget ? off->host_budget : UINT64_MAX;
 }
 
 /* >>fit: the arena within the budget. A layout can need more than the peak it bounds (buffers
@@ -5082,7 +5100,7 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
     _ckpt_sched keep = {NULL, 0, 0};
     _ckpt_sched ls = {NULL, 0, 0};     /* >>floor's plan, of info li and min_budget lw */
     ckpt_plan_info li = base;
-    uint64_t b = budget, hb = off ? off->host_budget : 0, m = 0, pool = 0, jump = 0, lw = UINT64_MAX;
+    uint64_t b = budget, hb = off ? off->host_budget : 0, m = 0, pool = 0, jump = 0, lw = UINT64_MAX, fx = 0;
     int iter, floor = 0, have = 0, walk = 0;
     int opt = policy == CKPT_POLICY_OPTIMAL || (policy == CKPT_POLICY_OFFLOAD && !off);   /* (no link: optimal) */
     int lex = opt && _ckpt_xs_size(c, n) <= 0 && n <= CKPT_CUBIC_MAX_STAGES;
@@ -5099,18 +5117,19 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
             continue;
         }
         if (r == CKPT_ERR_INFEASIBLE && !floor) goto to_floor;
-        if (r == CKPT_OK) r = _ckpt_plan_measure(al, c, n, s, off ? &off->link : NULL, &ti, &pool);
+        if (r == CKPT_OK)
+            r = _ckpt_plan_measure(al, c, n, s, off ? &off->link : NULL, budget, _ckpt_pool_target(off), &ti, &pool, &fx);
         if (r != CKPT_OK) {     /* with a plan found, only running out of memory fails */
             if (have && r != CKPT_ERR_OUT_OF_HOST_MEMORY) { *info = found; info->min_budget = m; r = CKPT_OK; }
             else if (!have) { *info = ti; info->min_budget = m; }
             break;
         }
         if (floor) {
-            uint64_t w = lex ? lw : ti.arena > b ? ti.arena : b;
+            uint64_t w = lex ? lw : fx > b ? fx : b;
             if (!have && ti.arena <= budget) {
                 _ckpt_sched tmp = keep; keep = *s; *s = tmp;
                 found = ti; have = 1; found.fit_budget = b;
-            } else if (!have && lw <= budget) {     /* only >>floor's plan fits */
+            } else if (!have && lex && li.arena <= budget) {    /* only >>floor's plan fits */
                 _ckpt_sched tmp = keep; keep = ls; ls = tmp;
                 found = li; have = 1; found.fit_budget = b;
             }
@@ -5145,14 +5164,14 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
            the plan returned (preferred to the floor's) */
         li = base;
         r = _ckpt_persistent_floor(al, c, n, &ls);
-        if (r == CKPT_OK) r = _ckpt_plan_measure(al, c, n, &ls, NULL, &li, &pool);
+        if (r == CKPT_OK) r = _ckpt_plan_measure(al, c, n, &ls, NULL, budget, UINT64_MAX, &li, &pool, &fx);
         if (r != CKPT_OK) {
             if (have && r != CKPT_ERR_OUT_OF_HOST_MEMORY) { *info = found; info->min_budget = m; r = CKPT_OK; }
             else if (!have) { *info = base; info->min_budget = m; }
             break;
         }
         li.unit = _ckpt_exact_unit(c, n); li.guarantee = CKPT_GUARANTEE_NONE;
-        lw = li.arena > m ? li.arena : m;
+        lw = fx > m ? fx : m;
         if (have || budget < m) {
             if (have) { *info = found; info->min_budget = lw < budget ? lw : budget; }
             else {
@@ -5278,6 +5297,8 @@ static ckpt_result _ckpt_plan_make(const ckpt_allocator *al, const ckpt_logger *
     plan->ops = s.ops;
     plan->link = off.link;
     plan->host_budget = desc && policy == CKPT_POLICY_OFFLOAD ? desc->host_budget : 0;
+    plan->arena_target = pre.budget;
+    plan->pool_target = _ckpt_pool_target(off.link.d2h > 0 ? &off : NULL);
     _ckpt_free(al, c);
     *out = plan;
     return CKPT_OK;
@@ -5322,7 +5343,13 @@ CKPT_API const ckpt_op *ckpt_plan_ops(const ckpt_plan *plan, int *n_ops) {
    lowest offset where it overlaps no already placed buffer that is live at the same time. The
    lower bound is the largest sum of (aligned) sizes live during one op; orders are tried (largest
    first, earliest first, longest-lived first, then seeded random perturbations of sizes) until
-   one reaches the bound or the work allowance is spent, and the smallest arena is kept. */
+   one reaches the bound or the work allowance is spent, and the smallest arena is kept: the
+   fixed orders' arena. If that is over both the bound and the target (the budget), a local
+   search from the best order (1 to 3 buffers moved to random places in it, kept when no larger)
+   runs until the arena reaches one of them or CKPT_LAYOUT_WORK is spent. Everything is seeded,
+   so a schedule and a target always get the same layout: a plan keeps its targets, and
+   installing it lays it out again. min_budget takes the fixed orders' arena, the same at every
+   budget. */
 
 typedef struct _ckpt_order_key { uint64_t k1, k2; int idx; } _ckpt_order_key;
 static int _ckpt_key_cmp(const void *pa, const void *pb) {
@@ -5444,16 +5471,18 @@ static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, in
     return extent;
 }
 
-static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, int n_bufs, int n_ops, uint64_t *arena) {
+static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, int n_bufs, int n_ops, uint64_t target,
+                                     uint64_t *arena, uint64_t *fixed) {
     int nb = 0, i, pass;
     _ckpt_order_key *order = (_ckpt_order_key *)_ckpt_malloc(al, (size_t)(n_bufs + 1) * sizeof *order);
+    _ckpt_order_key *bord = (_ckpt_order_key *)_ckpt_malloc(al, (size_t)(n_bufs + 1) * sizeof *bord);
     uint64_t *offs = (uint64_t *)_ckpt_calloc(al, (size_t)n_bufs + 1, sizeof(uint64_t));
     int64_t *live = (int64_t *)_ckpt_calloc(al, (size_t)n_ops + 2, sizeof(int64_t));
     uint64_t best = UINT64_MAX, bound, rng = 0x2545F4914F6CDD1Dull;
     double work = 0;
     _ckpt_placer P;
     ckpt_result r = _ckpt_placer_init(al, bufs, n_bufs, n_ops, -1, &P);
-    if (r == CKPT_OK && (!order || !offs || !live)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
+    if (r == CKPT_OK && (!order || !bord || !offs || !live)) r = CKPT_ERR_OUT_OF_HOST_MEMORY;
     if (r != CKPT_OK) goto done;
     for (i = 0; i < n_bufs; i++)
         if (bufs[i].bytes) order[nb++].idx = i;
@@ -5476,11 +5505,39 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
         qsort(order, (size_t)nb, sizeof *order, _ckpt_key_cmp);
         ext = _ckpt_place(bufs, order, nb, n_bufs, offs, &P);
         work += (double)nb * (double)nb;    /* (the cost of a pass before the buckets: the allowance's unit) */
-        if (ext < best) { best = ext; for (i = 0; i < nb; i++) bufs[order[i].idx].offset = offs[order[i].idx]; }
+        if (ext < best) {
+            best = ext;
+            memcpy(bord, order, (size_t)nb * sizeof *order);
+            for (i = 0; i < nb; i++) bufs[order[i].idx].offset = offs[order[i].idx];
+        }
+    }
+    if (fixed) *fixed = best == UINT64_MAX ? 0 : best;
+    /* the local search: a move takes the buffer at position a out and puts it back at position b */
+    for (work = 0; best > bound && best > target && nb > 1 && work < CKPT_LAYOUT_WORK; work += (double)nb) {
+        uint64_t ext;
+        int mv, moves;
+        memcpy(order, bord, (size_t)nb * sizeof *order);
+        rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+        for (moves = 1 + (int)(rng % 3), mv = 0; mv < moves; mv++) {
+            int a, b;
+            _ckpt_order_key x;
+            rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+            a = (int)((rng >> 8) % (uint64_t)nb); b = (int)((rng >> 36) % (uint64_t)nb);
+            x = order[a];
+            if (a < b) memmove(order + a, order + a + 1, (size_t)(b - a) * sizeof *order);
+            else memmove(order + b + 1, order + b, (size_t)(a - b) * sizeof *order);
+            order[b] = x;
+        }
+        ext = _ckpt_place(bufs, order, nb, n_bufs, offs, &P);
+        if (ext <= best) {      /* equal: a step across a plateau */
+            best = ext;
+            memcpy(bord, order, (size_t)nb * sizeof *order);
+            for (i = 0; i < nb; i++) bufs[order[i].idx].offset = offs[order[i].idx];
+        }
     }
     *arena = best == UINT64_MAX ? 0 : best;
 done:
-    _ckpt_free(al, order); _ckpt_free(al, offs); _ckpt_free(al, live);
+    _ckpt_free(al, order); _ckpt_free(al, bord); _ckpt_free(al, offs); _ckpt_free(al, live);
     _ckpt_placer_free(al, &P);
     return r;
 }
@@ -5883,7 +5940,8 @@ static ckpt_result _ckpt_pool_size(const ckpt_chain *ch, const ckpt_logger *lg, 
     if (!be->alloc_pinned || !be->free_pinned || !be->copy_async)
         return _CKPT_ERR(lg, CKPT_ERR_BAD_BACKEND, "the plan offloads, but the backend (%s) has no pinned memory or copies",
                          be->name ? be->name : "unnamed");
-    if ((r = _ckpt_layout_bufs(&ch->al, an->hbufs, an->n_hbufs, plan->info.n_ops, pool_bytes)) != CKPT_OK) return r;
+    r = _ckpt_layout_bufs(&ch->al, an->hbufs, an->n_hbufs, plan->info.n_ops, plan->pool_target, pool_bytes, NULL);
+    if (r != CKPT_OK) return r;
     if (plan->host_budget && *pool_bytes > plan->host_budget)
         return _CKPT_ERR(lg, CKPT_ERR_INFEASIBLE, "the pinned pool needs %llu bytes once laid out, over the host budget "
                          "of %llu", (unsigned long long)*pool_bytes, (unsigned long long)plan->host_budget);
@@ -5905,7 +5963,8 @@ static ckpt_result _ckpt_plan_size(const ckpt_chain *ch, const ckpt_logger *lg, 
                                   &ch->al, NULL, 1, an, &bad, &why, NULL);
     *arena_bytes = *pool_bytes = 0;
     if (r == CKPT_ERR_BAD_SCHEDULE) return _CKPT_ERR(lg, r, "schedule op %d: %s", bad, why);
-    if (r == CKPT_OK) r = _ckpt_layout_bufs(&ch->al, an->bufs, an->n_bufs, plan->info.n_ops, arena_bytes);
+    if (r == CKPT_OK)
+        r = _ckpt_layout_bufs(&ch->al, an->bufs, an->n_bufs, plan->info.n_ops, plan->arena_target, arena_bytes, NULL);
     if (r != CKPT_OK) {
         _CKPT_ERR(lg, r, "out of host memory while laying out the arena");
     } else if (*arena_bytes > (uint64_t)SIZE_MAX) {

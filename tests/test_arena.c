@@ -279,7 +279,7 @@ static void check_place_reference(int rounds) {
             b[i].end = b[i].start + len < n_ops ? b[i].start + len : n_ops - 1;
             b[i].bytes = rnd() % 5 == 0 ? 1 + rnd() % 100 : (1 + rnd() % 64) * CKPT_ALIGN;
         }
-        CHECK(_ckpt_layout_bufs(NULL, b, nb, n_ops, &arena) == CKPT_OK, "layout of %d buffers", nb);
+        CHECK(_ckpt_layout_bufs(NULL, b, nb, n_ops, 0, &arena, NULL) == CKPT_OK, "layout of %d buffers", nb);
         /* the first order the layout tries (largest first), placed by the reference scan */
         for (i = 0; i < nb; i++) {
             order[i].idx = i; order[i].k1 = _ckpt_align_up(b[i].bytes); order[i].k2 = (uint64_t)(b[i].end - b[i].start);

@@ -413,7 +413,7 @@ static void floor_plans(void) {
         CHECK(ckpt_schedule_simulate(c, n, L.ops, L.n_ops, &t, &p, NULL) == CKPT_OK && p == m,
               "%d stages: the floor plan peaks at %llu, the smallest peak is %llu", n, (unsigned long long)p,
               (unsigned long long)m);
-        CHECK(_ckpt_plan_measure(NULL, mc, n, &L, NULL, &li, &pool) == CKPT_OK, "measure");
+        CHECK(_ckpt_plan_measure(NULL, mc, n, &L, NULL, UINT64_MAX, UINT64_MAX, &li, &pool, NULL) == CKPT_OK, "measure");
         lw = li.arena > m ? li.arena : m;
         gaps += lw > m;
         CHECK(plan(c, n, CKPT_POLICY_OPTIMAL, m - 1, 0, &info, &pl) == CKPT_ERR_INFEASIBLE && info.min_budget == lw &&
@@ -439,7 +439,7 @@ static void floor_plans(void) {
         if (_ckpt_persistent(NULL, mc, n, m, 0, 1, INFINITY, &O, &mp, &u) == CKPT_OK && O.n_ops) {
             ckpt_plan_info oi;
             memset(&oi, 0, sizeof oi);
-            if (_ckpt_plan_measure(NULL, mc, n, &O, NULL, &oi, &pool) == CKPT_OK) oa = oi.arena;
+            if (_ckpt_plan_measure(NULL, mc, n, &O, NULL, lw, UINT64_MAX, &oi, &pool, NULL) == CKPT_OK) oa = oi.arena;
         }
         if (oa > lw) {
             below++;
@@ -554,7 +554,7 @@ static ckpt_result program_vs_rotor(const ckpt_cost *c, int n, uint64_t budget, 
     ckpt_result r = _ckpt_persistent(NULL, c, n, budget, 500, 1, INFINITY, &s, &mp, unit);
     memset(&pi, 0, sizeof pi);
     if (r == CKPT_OK) r = _ckpt_sched_eval_into(NULL, c, n, &s, NULL, t, &p);
-    if (r == CKPT_OK && arena) r = _ckpt_plan_measure(NULL, c, n, &s, NULL, &pi, &pool);
+    if (r == CKPT_OK && arena) r = _ckpt_plan_measure(NULL, c, n, &s, NULL, budget, UINT64_MAX, &pi, &pool, NULL);
     _ckpt_free(NULL, s.ops);
     if (r != CKPT_OK) return r;
     if (arena) *arena = pi.arena;
