@@ -82,8 +82,10 @@
                            200 MB), 2^20 when a stage has tape options; beyond that the long-chain program
                            runs and the plan's guarantee says so (CKPT_GUARANTEE_PERSISTENT).
    CKPT_LAYOUT_WORK        the arena layout's search effort (default 5e5): at most
-                           CKPT_LAYOUT_WORK / n_bufs orders of placement per layout, tried only
-                           while the arena is over both the peak and the budget (COST MODEL).
+                           CKPT_LAYOUT_WORK / (buffers) orders of placement per layout, tried
+                           only while the arena is over both the peak and the budget (the host
+                           budget for a pinned pool; none without a budget, down to the peak
+                           for a schedule given to ckpt_chain_set_schedule): COST MODEL.
 
    MEMORY
    ------
@@ -155,7 +157,8 @@
    plan's peak first), down to its smallest peak, until the arena fits: info.fit_budget is the
    budget it finally planned for, and its guarantee holds there. min_budget is a budget from
    which every larger one plans: the smallest peak, or the arena of a plan at that peak when it
-   needs more (laid out without the search, so that min_budget is the same at every budget).
+   needs more, laid out without the search (so an infeasible budget reports the same min_budget
+   whatever it is; a budget that plans reports the smaller of that and itself).
    Beyond the exact search that plan keeps each sub-problem at its own smallest peak (>>floor),
    not the fastest plan at that peak, which takes far longer to find; where its arena is the
    smaller of the two and only it fits, it is the plan returned, with guarantee
@@ -5088,10 +5091,10 @@ static uint64_t _ckpt_pool_target(const _ckpt_off *off) {
    time/peak trade-off, often with a smaller arena); if that does not fit either, the descent
    goes on from the excess as it would have: in exact units, never to a slower plan. The last
    try, the floor, is the plan at the policy's minimum m with no pinned pool; every budget from
-   max(m, its arena) up plans (the descent ends at the floor at the latest), so that is
-   min_budget, or the budget itself when smaller and planned. For optimal beyond the exact
-   search, the floor is >>floor's plan, and the fastest plan at m runs only when no plan was
-   found above (it is returned if it fits). */
+   max(m, its fixed orders' arena: >>arena) up plans (the descent ends at the floor at the
+   latest), so that is min_budget, or the budget itself when smaller and planned. For optimal
+   beyond the exact search, the floor is >>floor's plan, and the fastest plan at m runs only when
+   no plan was found above (it is returned if it fits). */
 static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy, int k,
                                   uint32_t max_units, int threads, uint64_t budget, const _ckpt_off *off, _ckpt_sched *s,
                                   ckpt_plan_info *info) {
@@ -5512,8 +5515,10 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
         }
     }
     if (fixed) *fixed = best == UINT64_MAX ? 0 : best;
-    /* the local search: a move takes the buffer at position a out and puts it back at position b */
-    for (work = 0; best > bound && best > target && nb > 1 && work < CKPT_LAYOUT_WORK; work += (double)nb) {
+    /* the local search (none for a target below the bound: no layout reaches it); a move takes
+       the buffer at position a out and puts it back at position b */
+    for (work = target && target < bound ? CKPT_LAYOUT_WORK : 0; best > bound && best > target && nb > 1 &&
+         work < CKPT_LAYOUT_WORK; work += (double)nb) {
         uint64_t ext;
         int mv, moves;
         memcpy(order, bord, (size_t)nb * sizeof *order);

@@ -4,7 +4,10 @@
    to CKPT_ALIGN, so a budget plans as the multiple below it). Printed: the plans the arena's
    descent lowered (info.fit_budget < budget: COST MODEL in ckpt.h), the chains with any, the
    chains where a larger budget planned slower than a smaller one, budgets from min_budget that
-   did not plan (there must be none), and the CPU time.
+   did not plan (there must be none), and the CPU time. Below min_budget (down to 64 steps), it
+   counts the budgets that plan anyway (a layout the search found, or a plan of larger peak with a
+   smaller arena), and those of them with a larger budget below min_budget that does not plan:
+   a budget that plans reports itself as min_budget, so there must be none.
    Usage: fit_bench [chains] (default 300) */
 #define _DEFAULT_SOURCE     /* clock_gettime */
 #define CKPT_IMPLEMENTATION
@@ -26,7 +29,7 @@ static double cpu_now(void) {
 
 int main(int argc, char **argv) {
     int chains = argc > 1 ? atoi(argv[1]) : 300, k, slower = 0, with_lowered = 0, failed = 0;
-    long plans = 0, lowered = 0;
+    long plans = 0, lowered = 0, below = 0, below_gap = 0;
     double t0 = cpu_now();
     if (chains < 1) { fprintf(stderr, "usage: fit_bench [chains]\n"); return 2; }
     for (k = 0; k < chains; k++) {
@@ -59,9 +62,19 @@ int main(int argc, char **argv) {
         }
         with_lowered += low > 0;
         slower += bad;
+        {   /* below min_budget: a budget that plans, under one that does not */
+            int gap = 0, step;
+            for (step = 1; step <= 64 && (uint64_t)step * CKPT_ALIGN < lo; step++) {
+                pd.budget = lo - (uint64_t)step * CKPT_ALIGN;
+                if (ckpt_plan_create(c, n, &pd, &plan, &info) == CKPT_OK) { below++; below_gap += gap; }
+                else gap = 1;
+                ckpt_plan_destroy(plan); plan = NULL;
+            }
+        }
     }
     printf("fit_bench: %d chains of 3-8 stages, %ld plans: %ld lowered by the arena (in %d chains); %d chains where a "
-           "larger budget planned slower; %d budgets from min_budget that did not plan; %.2f s CPU\n", chains, plans,
-           lowered, with_lowered, slower, failed, cpu_now() - t0);
-    return failed ? 1 : 0;
+           "larger budget planned slower; %d budgets from min_budget that did not plan; below min_budget, %ld budgets "
+           "planned, %ld of them under one that did not; %.2f s CPU\n", chains, plans, lowered, with_lowered, slower,
+           failed, below, below_gap, cpu_now() - t0);
+    return failed || below_gap ? 1 : 0;
 }
