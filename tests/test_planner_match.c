@@ -17,7 +17,10 @@
    the budget infeasible with a larger min_budget. At the smallest peak it may return >>floor's
    plan (guarantee NONE, not the fastest there): those plans are counted apart, with how many are
    slower than the optimum and, of those, how many where the optimum's own arena would have fit;
-   the rate over the other cases is gated as the program's are.
+   the rate over the other cases is gated as the program's are. ckpt_plan_create is also gated
+   as a user sees it: the optimum at the budget over all cases, those plans and layout-infeasible
+   budgets counted as misses (CREATE_GATE), and the share of feasible budgets its layout makes
+   infeasible (LAYOUT_GATE).
    A second set of chains has tape options (half the stages get 1 to 3, with tapes of 0 to 1.5
    times the stage's and 0 to 5 more backward time), where the planners choose an option for
    every kept tape: the same checks and gates, and at least a tenth of the plans must keep a tape
