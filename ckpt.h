@@ -5474,6 +5474,12 @@ static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, in
     return extent;
 }
 
+/* The layout's seeded generator (xorshift64): the next state. */
+static uint64_t _ckpt_layout_rng(uint64_t *x) {
+    *x ^= *x << 13; *x ^= *x >> 7; *x ^= *x << 17;
+    return *x;
+}
+
 static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, int n_bufs, int n_ops, uint64_t target,
                                      uint64_t *arena, uint64_t *fixed) {
     int nb = 0, i, pass;
@@ -5500,8 +5506,7 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
             case 1: order[i].k1 = (uint64_t)(n_ops - x->start); order[i].k2 = sz; break;
             case 2: order[i].k1 = len; order[i].k2 = sz; break;
             default:   /* size scaled by a random factor in [0.5, 1.5) */
-                rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-                order[i].k1 = sz / 2 + (uint64_t)((double)sz * (double)(rng >> 11) / 9007199254740992.0);
+                order[i].k1 = sz / 2 + (uint64_t)((double)sz * (double)(_ckpt_layout_rng(&rng) >> 11) / 9007199254740992.0);
                 order[i].k2 = len;
             }
         }
@@ -5522,11 +5527,10 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
         uint64_t ext;
         int mv, moves;
         memcpy(order, bord, (size_t)nb * sizeof *order);
-        rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-        for (moves = 1 + (int)(rng % 3), mv = 0; mv < moves; mv++) {
+        for (moves = 1 + (int)(_ckpt_layout_rng(&rng) % 3), mv = 0; mv < moves; mv++) {
             int a, b;
             _ckpt_order_key x;
-            rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+            _ckpt_layout_rng(&rng);
             a = (int)((rng >> 8) % (uint64_t)nb); b = (int)((rng >> 36) % (uint64_t)nb);
             x = order[a];
             if (a < b) memmove(order + a, order + a + 1, (size_t)(b - a) * sizeof *order);

@@ -606,21 +606,27 @@ static void rounding_case(const ckpt_cost *c, int n, uint64_t budget, rounding_c
     ckpt_plan_destroy(pl);
 }
 
+/* Chain c of n stages (odd_chain's sizes) at `budgets` random budgets between a fifth and seven
+   tenths of store-all's peak, into k. */
+static void rounding_chain(ckpt_cost *c, int n, int budgets, rounding_counts *k) {
+    ckpt_plan_info sa;
+    ckpt_plan *pl = NULL;
+    int b, r0;
+    odd_chain(c, n);
+    r0 = plan(c, n, CKPT_POLICY_STORE_ALL, 0, 0, &sa, &pl);
+    CHECK(r0 == CKPT_OK, "store-all: %s", ckpt_result_string((ckpt_result)r0));
+    if (r0 != CKPT_OK) return;
+    ckpt_plan_destroy(pl);
+    for (b = 0; b < budgets; b++) rounding_case(c, n, sa.peak / 5 + rnd() % (sa.peak / 2), k);
+}
+
 static void rounding_vs_rotor(void) {
-    int ci, b;
+    int ci;
     uint64_t saved;
     rounding_counts k = {0, 0, 0, 0, 0, 0}, kl = {0, 0, 0, 0, 0, 0};
     for (ci = 0; ci < ROUNDING_CHAINS; ci++) {
         ckpt_cost c[120] = {{0}};
-        int n = 20 + (int)(rnd() % 100), r0;
-        ckpt_plan_info sa;
-        ckpt_plan *pl = NULL;
-        odd_chain(c, n);
-        r0 = plan(c, n, CKPT_POLICY_STORE_ALL, 0, 0, &sa, &pl);
-        CHECK(r0 == CKPT_OK, "store-all: %s", ckpt_result_string((ckpt_result)r0));
-        if (r0 != CKPT_OK) continue;
-        ckpt_plan_destroy(pl);
-        for (b = 0; b < 3; b++) rounding_case(c, n, sa.peak / 5 + rnd() % (sa.peak / 2), &k);
+        rounding_chain(c, 20 + (int)(rnd() % 100), 3, &k);
     }
     printf("rounding at 500 units, %d chains of 20-119 stages: %d feasible cases, rotor's rounding fits in %d; "
            "ours faster in %d, slower in none; a and t rounded apart would be slower than rotor's in %d; "
@@ -634,16 +640,8 @@ static void rounding_vs_rotor(void) {
     rng_state = 0x9E3779B97F4A7C15ull;
     for (ci = 0; ci < (TEST_REDUCED ? 0 : 4); ci++) {
         static ckpt_cost c[300];
-        int n = 150 + (int)(rnd() % 150), r0;
-        ckpt_plan_info sa;
-        ckpt_plan *pl = NULL;
         memset(c, 0, sizeof c);
-        odd_chain(c, n);
-        r0 = plan(c, n, CKPT_POLICY_STORE_ALL, 0, 0, &sa, &pl);
-        CHECK(r0 == CKPT_OK, "store-all: %s", ckpt_result_string((ckpt_result)r0));
-        if (r0 != CKPT_OK) continue;
-        ckpt_plan_destroy(pl);
-        rounding_case(c, n, sa.peak / 5 + rnd() % (sa.peak / 2), &kl);
+        rounding_chain(c, 150 + (int)(rnd() % 150), 1, &kl);
     }
     rng_state = saved;
     if (!TEST_REDUCED) {
