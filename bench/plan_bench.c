@@ -34,8 +34,13 @@
                   output one way takes 1/X of the chain's compute time (f + b summed); the
                   guarantee column gives the plan's ("none" for a plan with offloads, whose
                   unit is 1, so that the units column is then the budget).
-   Usage: plan_bench [--csv DIR] [--units N] [--threads N] [--chains K] [--offload X] [reps]
-                     [max_stages] [small|hetero|repeat|short] */
+     --near-min   instead of a third of store-all's peak, plan at budgets near the smallest:
+                  min_budget + x (store-all's peak - min_budget) for x = 0, 0.01, 0.03, 0.1
+                  and 0.3 (min_budget: optimal's, at the same max_units), each named
+                  <chain>+x. There the arena's layout search and descent cost most
+                  (CKPT_LAYOUT_WORK in ckpt.h).
+   Usage: plan_bench [--csv DIR] [--units N] [--threads N] [--chains K] [--offload X] [--near-min]
+                     [reps] [max_stages] [small|hetero|repeat|short] */
 #define _DEFAULT_SOURCE     /* clock_gettime */
 #define CKPT_IMPLEMENTATION
 #include "../ckpt.h"
@@ -72,6 +77,7 @@ static int cmp_d(const void *a, const void *b) {
 
 static int threads = 1;
 static double offload = 0.0;    /* --offload X (0: the optimal policy) */
+static int near_min = 0;        /* --near-min */
 
 static void run(const char *kind, const ckpt_cost *c, int n, uint64_t budget, uint32_t max_units, int reps) {
     ckpt_plan_desc pd = {0};
@@ -107,6 +113,23 @@ static void run(const char *kind, const ckpt_cost *c, int n, uint64_t budget, ui
            info.guarantee == CKPT_GUARANTEE_ALL_SCHEDULES ? "all schedules"
            : info.guarantee == CKPT_GUARANTEE_PERSISTENT ? "persistent" : "none");
     fflush(stdout);
+}
+
+/* --near-min: budgets from min_budget (optimal's at max_units) up to store-all's peak */
+static void run_near_min(const char *kind, const ckpt_cost *c, int n, uint64_t sa_peak, uint32_t max_units, int reps) {
+    static const double x[] = {0.0, 0.01, 0.03, 0.1, 0.3};
+    ckpt_plan_desc pd = {0};
+    ckpt_plan_info info;
+    ckpt_plan *p = NULL;
+    char name[48];
+    int i;
+    pd.budget = 1;     /* infeasible: its info names min_budget */
+    pd.max_units = max_units;
+    if (ckpt_plan_create(c, n, &pd, &p, &info) != CKPT_ERR_INFEASIBLE) { printf("%d stages: no min_budget\n", n); return; }
+    for (i = 0; i < 5; i++) {
+        snprintf(name, sizeof name, "%s+%g", kind, x[i]);
+        run(name, c, n, info.min_budget + (uint64_t)(x[i] * (double)(sa_peak - info.min_budget)), max_units, reps);
+    }
 }
 
 static void print_header(void) {
@@ -170,8 +193,10 @@ int main(int argc, char **argv) {
     long only_units = -1;
     int reps, max_n, si, ui, kind, small, chains = 1, ci;
     const char *only;
-    while (argc > 2 && (!strcmp(argv[1], "--csv") || !strcmp(argv[1], "--units") || !strcmp(argv[1], "--threads") ||
-                        !strcmp(argv[1], "--chains") || !strcmp(argv[1], "--offload"))) {
+    while ((argc > 1 && !strcmp(argv[1], "--near-min")) ||
+           (argc > 2 && (!strcmp(argv[1], "--csv") || !strcmp(argv[1], "--units") || !strcmp(argv[1], "--threads") ||
+                         !strcmp(argv[1], "--chains") || !strcmp(argv[1], "--offload")))) {
+        if (!strcmp(argv[1], "--near-min")) { near_min = 1; argc--; argv++; continue; }
         if (!strcmp(argv[1], "--csv")) csv_dir = argv[2];
         else if (!strcmp(argv[1], "--offload")) {
             offload = atof(argv[2]);
@@ -221,9 +246,12 @@ int main(int argc, char **argv) {
             if (ckpt_plan_create(c, n, &pd, &p, &info) != CKPT_OK) return 1;
             ckpt_plan_destroy(p);
             if (csv_dir && !write_csv(csv_dir, cname, c, n, info.store_all_peak / 3, &info)) return 1;
-            if (only_units >= 0) run(cname, c, n, info.store_all_peak / 3, (uint32_t)only_units, reps);
-            else
-                for (ui = small ? 2 : 0; ui < 3; ui++) run(cname, c, n, info.store_all_peak / 3, units[ui], reps);
+            for (ui = small ? 2 : 0; ui < 3; ui++) {
+                uint32_t u = only_units >= 0 ? (uint32_t)only_units : units[ui];
+                if (near_min) run_near_min(cname, c, n, info.store_all_peak, u, reps);
+                else run(cname, c, n, info.store_all_peak / 3, u, reps);
+                if (only_units >= 0) break;
+            }
             free(c);
         }
     }
