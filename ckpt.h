@@ -85,7 +85,11 @@
                            CKPT_LAYOUT_WORK / (buffers) orders of placement per layout, tried
                            only while the arena is over both the peak and the budget (the host
                            budget for a pinned pool; none without a budget, down to the peak
-                           for a schedule given to ckpt_chain_set_schedule): COST MODEL.
+                           for a schedule given to ckpt_chain_set_schedule): COST MODEL. It
+                           costs most near a long chain's smallest peak, where layouts that
+                           never fit run it to the end at each step of the descent: up to
+                           1.5 s more per ckpt_plan_create at 200-400 stages (bench/RESULTS.md).
+                           0 turns the search off.
 
    MEMORY
    ------
@@ -5384,9 +5388,26 @@ typedef struct _ckpt_placer {
     _ckpt_span *cand;           /* one search's live buffers, by offset */
 } _ckpt_placer;
 
-static int _ckpt_span_cmp(const void *pa, const void *pb) {
-    const _ckpt_span *x = (const _ckpt_span *)pa, *y = (const _ckpt_span *)pb;
-    return x->o < y->o ? -1 : x->o > y->o;
+/* Sorts spans by offset: a heapsort, since qsort's calls made most of the placement's time. */
+static void _ckpt_span_sift(_ckpt_span *v, int root, int n) {
+    _ckpt_span t = v[root];
+    int child;
+    while ((child = 2 * root + 1) < n) {
+        if (child + 1 < n && v[child + 1].o > v[child].o) child++;
+        if (v[child].o <= t.o) break;
+        v[root] = v[child];
+        root = child;
+    }
+    v[root] = t;
+}
+static void _ckpt_span_sort(_ckpt_span *v, int k) {
+    int i;
+    for (i = k / 2 - 1; i >= 0; i--) _ckpt_span_sift(v, i, k);
+    for (i = k - 1; i > 0; i--) {
+        _ckpt_span t = v[0];
+        v[0] = v[i]; v[i] = t;
+        _ckpt_span_sift(v, 0, i);
+    }
 }
 
 static void _ckpt_placer_free(const ckpt_allocator *al, _ckpt_placer *P) {
@@ -5426,9 +5447,10 @@ static ckpt_result _ckpt_placer_init(const ckpt_allocator *al, const _ckpt_buf *
 }
 
 /* Places the buffers in order, each at the lowest offset where it overlaps no placed buffer live
-   at the same time; returns the extent. */
+   at the same time; returns the extent, or as soon as it passes limit, a value above limit (the
+   order is then of no use). */
 static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, int nb, int n_bufs, uint64_t *offs,
-                            _ckpt_placer *P) {
+                            uint64_t limit, _ckpt_placer *P) {
     uint64_t extent = 0;
     int i, q;
     int64_t j;
@@ -5447,6 +5469,7 @@ static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, in
             }
             offs[order[i].idx] = off;
             if (off + sz > extent) extent = off + sz;
+            if (extent > limit) return extent;
             while (lo < hi) {                               /* after every placed buffer at offset <= off */
                 int mid = lo + (hi - lo) / 2;
                 if (offs[P->by_off[mid]] <= off) lo = mid + 1; else hi = mid;
@@ -5472,11 +5495,12 @@ static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, in
                 P->cand[k].o = offs[yi]; P->cand[k].e = offs[yi] + _ckpt_align_up(y->bytes); k++;
             }
         }
-        qsort(P->cand, (size_t)k, sizeof *P->cand, _ckpt_span_cmp);
+        _ckpt_span_sort(P->cand, k);
         for (j = 0; j < k && P->cand[j].o < off + sz; j++)   /* else it fits in the gap before */
             if (P->cand[j].e > off) off = P->cand[j].e;
         offs[bi] = off;
         if (off + sz > extent) extent = off + sz;
+        if (extent > limit) return extent;
         for (q = q0; q <= q1; q++) P->items[P->head[q] + P->fill[q]++] = bi;
     }
     return extent;
@@ -5519,7 +5543,7 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
             }
         }
         qsort(order, (size_t)nb, sizeof *order, _ckpt_key_cmp);
-        ext = _ckpt_place(bufs, order, nb, n_bufs, offs, &P);
+        ext = _ckpt_place(bufs, order, nb, n_bufs, offs, best, &P);
         work += (double)nb * (double)nb;    /* (the cost of a pass before the buckets: the allowance's unit) */
         if (ext < best) {
             best = ext;
@@ -5545,7 +5569,7 @@ static ckpt_result _ckpt_layout_bufs(const ckpt_allocator *al, _ckpt_buf *bufs, 
             else memmove(order + b + 1, order + b, (size_t)(a - b) * sizeof *order);
             order[b] = x;
         }
-        ext = _ckpt_place(bufs, order, nb, n_bufs, offs, &P);
+        ext = _ckpt_place(bufs, order, nb, n_bufs, offs, best, &P);
         if (ext <= best) {      /* equal: a step across a plateau */
             best = ext;
             memcpy(bord, order, (size_t)nb * sizeof *order);

@@ -264,7 +264,8 @@ static void check_plan_logger(void) {
 
 /* The layout's placement finds the placed buffers live at the same time through time buckets or
    a scan in offset order. Either must place exactly where a plain scan does (this reference):
-   random lifetimes from one op to all of them, sizes that are and are not aligned. */
+   random lifetimes from one op to all of them, sizes that are and are not aligned. Given a limit
+   below the extent, either must stop with a value above the limit. */
 static void check_place_reference(int rounds) {
     int round;
     for (round = 0; round < rounds; round++) {
@@ -306,10 +307,15 @@ static void check_place_reference(int rounds) {
             int ok = 1;
             uint64_t ext;
             CHECK(_ckpt_placer_init(NULL, b, nb, n_ops, mode, &P) == CKPT_OK, "placer");
-            ext = _ckpt_place(b, order, nb, nb, offs, &P);
+            ext = _ckpt_place(b, order, nb, nb, offs, ref_extent, &P);   /* a limit it reaches, not passes */
             for (i = 0; i < nb; i++) ok &= offs[i] == ref[i];
             CHECK(ok && ext == ref_extent, "round %d, mode %d: placement differs from the reference scan (extent %llu "
                   "vs %llu)", round, mode, (unsigned long long)ext, (unsigned long long)ref_extent);
+            if (ref_extent > 0) {   /* a limit below the extent: stops with a value above it */
+                ext = _ckpt_place(b, order, nb, nb, offs, ref_extent - 1, &P);
+                CHECK(ext > ref_extent - 1 && ext <= ref_extent, "round %d, mode %d: limit %llu gave %llu", round, mode,
+                      (unsigned long long)(ref_extent - 1), (unsigned long long)ext);
+            }
             _ckpt_placer_free(NULL, &P);
         }
         /* the layout's result: no two buffers live at the same time share an address */
