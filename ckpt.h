@@ -88,8 +88,8 @@
                            for a schedule given to ckpt_chain_set_schedule): COST MODEL. It
                            costs most near a long chain's smallest peak, where layouts that
                            never fit run it to the end at each step of the descent: up to
-                           1.5 s more per ckpt_plan_create at 200-400 stages (bench/RESULTS.md).
-                           0 turns the search off.
+                           0.75 s more per ckpt_plan_create on chains of 50-400 stages
+                           (bench/RESULTS.md, plan_bench --near-min). 0 turns the search off.
 
    MEMORY
    ------
