@@ -158,7 +158,7 @@
    and the budget, the layout tries other orders of placing the buffers (CKPT_LAYOUT_WORK). When
    the plan's arena still exceeds the budget (or its pinned pool the host budget), the policy
    plans again for a budget lowered by the excess (optimal without offload: a byte below the
-   plan's peak first, and before that, in the exact search, the plan's own peak, where an equally
+   plan's peak first; before that, in the exact search, the plan's own peak, where an equally
    fast schedule may lay out smaller), down to its smallest peak, until the arena fits:
    info.fit_budget is the budget it finally planned for, and its guarantee holds there.
    min_budget is a budget from which every larger one plans: the smallest peak, or the arena of a
@@ -5093,17 +5093,18 @@ static uint64_t _ckpt_pool_target(const _ckpt_off *off) {
    live at different times cannot always share addresses), so a plan whose arena (or pinned pool,
    against off->host_budget) does not fit is made again below: the policy's budget goes down by
    the excess (the host budget likewise) until it fits. For optimal without offload, the first
-   plan that does not fit is followed, in the exact search, by one at its peak when below the
-   budget (as fast: the search may return another schedule, with another layout; for the
-   long-chain program it made some plans faster, others slower, and planning longer), then by
-   one a byte below the peak
-   (the next point down its time/peak trade-off, often with a smaller arena); if that does not
-   fit either, the descent goes on from the excess as it would have: in exact units, never to a
-   slower plan. The last try, the floor, is the plan at the policy's minimum m with no pinned
-   pool; every budget from max(m, its fixed orders' arena: >>arena) up plans (the descent ends at
-   the floor at the latest), so that is min_budget, or the budget itself when smaller and planned.
-   For optimal beyond the exact search, the floor is >>floor's plan, and the fastest plan at m
-   runs only when no plan was found above (it is returned if it fits). */
+   plan that does not fit is followed by one a byte below its peak (the next point down its
+   time/peak trade-off, often with a smaller arena); if that does not fit either, the descent
+   goes on from the excess as it would have: in exact units, never to a slower plan. Before
+   those, in the exact search, a plan at the first plan's own peak (when below the budget) is
+   tried aside: as fast, it can be another schedule with another layout; if it does not fit, the
+   descent goes on from the first plan. (For the long-chain program that try changed no plan in
+   bench/RESULTS.md's runs, and took up to 40% longer.) The last try, the floor, is the plan at
+   the policy's minimum m with no pinned pool; every budget from max(m, its fixed orders' arena:
+   >>arena) up plans (the descent ends at the floor at the latest), so that is min_budget, or the
+   budget itself when smaller and planned. For optimal beyond the exact search, the floor is
+   >>floor's plan, and the fastest plan at m runs only when no plan was found above (it is
+   returned if it fits). */
 static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, int n, ckpt_policy policy, int k,
                                   uint32_t max_units, int threads, uint64_t budget, const _ckpt_off *off, _ckpt_sched *s,
                                   ckpt_plan_info *info) {
@@ -5112,7 +5113,7 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
     _ckpt_sched keep = {NULL, 0, 0};
     _ckpt_sched ls = {NULL, 0, 0};     /* >>floor's plan, of info li and min_budget lw */
     ckpt_plan_info li = base;
-    uint64_t b = budget, hb = off ? off->host_budget : 0, m = 0, pool = 0, jump = 0, lw = UINT64_MAX, fx = 0;
+    uint64_t b = budget, hb = off ? off->host_budget : 0, m = 0, pool = 0, jump = 0, lw = UINT64_MAX, fx = 0, ob = 0;
     int iter, floor = 0, have = 0, walk = 0, own = 0;
     int opt = policy == CKPT_POLICY_OPTIMAL || (policy == CKPT_POLICY_OFFLOAD && !off);   /* (no link: optimal) */
     int xs = opt && _ckpt_xs_size(c, n) > 0;    /* the exact search plans */
@@ -5162,16 +5163,18 @@ static ckpt_result _ckpt_plan_fit(const ckpt_allocator *al, const ckpt_cost *c, 
         if (off && off->host_budget && pool > off->host_budget) {
             uint64_t h = hb < ti.host_peak ? hb : ti.host_peak, d = pool - off->host_budget;
             hb = h > d ? h - d : 1;    /* 1: nothing offloaded (every offloaded buffer is >= CKPT_ALIGN) */
+        } else if (own == 1) {
+            b = ob; own = 2;                /* the own peak did not fit: on from the first plan */
         } else if (walk == 1) {
             b = jump; walk = 2;             /* the step did not fit: on as without it */
-        } else if (xs && !walk && !own && ti.peak < b) {
-            b = ti.peak; own = 1;           /* the plan's own peak: as fast, maybe another layout */
         } else {
             uint64_t p = b < ti.peak ? b : ti.peak, d = ti.arena - budget;
+            int first = xs && !walk && !own && ti.peak < b;
             b = p > d ? p - d : 0;
             if (opt && !walk && d > 1 && p - 1 >= m) { jump = b; b = p - 1; walk = 1; }
+            if (first) { ob = b; b = ti.peak; own = 1; }    /* first its own peak: as fast, maybe another layout */
         }
-        if (b >= m && iter < 16 + (walk != 0) + own) continue;
+        if (b >= m && iter < 16 + (walk != 0) + (own != 0)) continue;
     to_floor:
         b = m; hb = off ? 1 : 0; floor = 1;
         if (!lex) continue;
