@@ -5099,7 +5099,7 @@ static uint64_t _ckpt_pool_target(const _ckpt_off *off) {
    those, in the exact search, a plan at the first plan's own peak (when below the budget) is
    tried aside: as fast, it can be another schedule with another layout; if it does not fit, the
    descent goes on from the first plan. (For the long-chain program that try changed no plan in
-   bench/RESULTS.md's runs, and took up to 40% longer.) The last try, the floor, is the plan at
+   bench/RESULTS.md's runs, and took up to 1.55x as long.) The last try, the floor, is the plan at
    the policy's minimum m with no pinned pool; every budget from max(m, its fixed orders' arena:
    >>arena) up plans (the descent ends at the floor at the latest), so that is min_budget, or the
    budget itself when smaller and planned. For optimal beyond the exact search, the floor is
