@@ -157,9 +157,9 @@
    layout can need more than the peak (info.arena >= info.peak). While it is over both the peak
    and the budget, the layout tries other orders of placing the buffers (CKPT_LAYOUT_WORK). When
    the plan's arena still exceeds the budget (or its pinned pool the host budget), the policy
-   plans again for a budget lowered by the excess (optimal without offload: a byte below the
-   plan's peak first; before that, in the exact search, the plan's own peak, where an equally
-   fast schedule may lay out smaller), down to its smallest peak, until the arena fits:
+   plans again for a budget lowered by the excess (optimal without offload: first, in the exact
+   search, the plan's own peak, where an equally fast schedule may lay out smaller, then a byte
+   below it), down to its smallest peak, until the arena fits:
    info.fit_budget is the budget it finally planned for, and its guarantee holds there.
    min_budget is a budget from which every larger one plans: the smallest peak, or the arena of a
    plan at that peak when it needs more, laid out without the search (so an infeasible budget
@@ -5451,7 +5451,7 @@ static ckpt_result _ckpt_placer_init(const ckpt_allocator *al, const _ckpt_buf *
 
 /* Places the buffers in order, each at the lowest offset where it overlaps no placed buffer live
    at the same time; returns the extent, or as soon as it passes limit, a value above limit (the
-   order is then of no use). */
+   order is then of no use, and offs incomplete). */
 static uint64_t _ckpt_place(const _ckpt_buf *b, const _ckpt_order_key *order, int nb, int n_bufs, uint64_t *offs,
                             uint64_t limit, _ckpt_placer *P) {
     uint64_t extent = 0;

@@ -38,7 +38,7 @@
                   min_budget + x (store-all's peak - min_budget) for x = 0, 0.01, 0.03, 0.1
                   and 0.3 (min_budget: optimal's, at the same max_units), each named
                   <chain>+x. There the arena's layout search and descent cost most
-                  (CKPT_LAYOUT_WORK in ckpt.h).
+                  (CKPT_LAYOUT_WORK in ckpt.h). Not with --csv or short.
    Usage: plan_bench [--csv DIR] [--units N] [--threads N] [--chains K] [--offload X] [--near-min]
                      [reps] [max_stages] [small|hetero|repeat|short] */
 #define _DEFAULT_SOURCE     /* clock_gettime */
@@ -127,8 +127,9 @@ static void run_near_min(const char *kind, const ckpt_cost *c, int n, uint64_t s
     pd.max_units = max_units;
     if (ckpt_plan_create(c, n, &pd, &p, &info) != CKPT_ERR_INFEASIBLE) { printf("%d stages: no min_budget\n", n); return; }
     for (i = 0; i < 5; i++) {
+        uint64_t range = sa_peak > info.min_budget ? sa_peak - info.min_budget : 0;
         snprintf(name, sizeof name, "%s+%g", kind, x[i]);
-        run(name, c, n, info.min_budget + (uint64_t)(x[i] * (double)(sa_peak - info.min_budget)), max_units, reps);
+        run(name, c, n, info.min_budget + (uint64_t)(x[i] * (double)range), max_units, reps);
     }
 }
 
@@ -210,7 +211,11 @@ int main(int argc, char **argv) {
             threads = atoi(argv[2]);
             if (threads < 0) { fprintf(stderr, "plan_bench: --threads must be 0 or more\n"); return 2; }
         }
-        else only_units = atol(argv[2]);
+        else {
+            char *end;
+            only_units = strtol(argv[2], &end, 10);
+            if (*end || only_units < 0) { fprintf(stderr, "plan_bench: --units needs a number, 0 or more\n"); return 2; }
+        }
         argc -= 2; argv += 2;
     }
     reps = argc > 1 ? atoi(argv[1]) : 3;
@@ -219,6 +224,10 @@ int main(int argc, char **argv) {
     small = strcmp(only, "small") == 0;
     if (reps < 1) reps = 1;
     if (reps > 32) reps = 32;
+    if (near_min && (csv_dir || !strcmp(only, "short"))) {
+        fprintf(stderr, "plan_bench: --near-min goes with neither --csv nor short\n");
+        return 2;
+    }
     if (strcmp(only, "short") == 0) return run_short(reps);
     print_header();
     for (kind = 0; kind < 2; kind++) {

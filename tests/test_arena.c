@@ -315,6 +315,9 @@ static void check_place_reference(int rounds) {
                 ext = _ckpt_place(b, order, nb, nb, offs, ref_extent - 1, &P);
                 CHECK(ext > ref_extent - 1 && ext <= ref_extent, "round %d, mode %d: limit %llu gave %llu", round, mode,
                       (unsigned long long)(ref_extent - 1), (unsigned long long)ext);
+                ext = _ckpt_place(b, order, nb, nb, offs, UINT64_MAX, &P);    /* the placer reused after it */
+                for (i = 0, ok = 1; i < nb; i++) ok &= offs[i] == ref[i];
+                CHECK(ok && ext == ref_extent, "round %d, mode %d: placement after a stopped one differs", round, mode);
             }
             _ckpt_placer_free(NULL, &P);
         }

@@ -1786,7 +1786,12 @@ static void check_references_by_enumeration(int n_chains_to_check, int n_option_
    min_budget to store-all's peak is planned, in steps of CKPT_ALIGN: sizes are multiples of 128,
    and the planner rounds them up to CKPT_ALIGN, so a budget plans as the multiple below it. Each
    chain must see the descent (a plan made below its budget) and its min_budget and store-all's
-   peak as recorded (else the chain no longer tests what it was chosen for). */
+   peak as recorded (else the chain no longer tests what it was chosen for). A larger budget can
+   still plan slower where the exact search returns, among schedules of the same time, one whose
+   arena does not fit, and the try at its own peak returns it again: on the 8-stage chain
+   (f, b, a, t, wf, wb) = (7,1,1280,2048,0,1536), (8,1,2560,1280,0,0), (1,1,5376,6912,1024,0),
+   (5,5,4096,3840,0,0), (7,3,4864,5120,2304,3584), (5,3,6144,3328,0,0), (2,7,2048,6400,1792,0),
+   (1,1,3328,4608,2304,2304), budget 33280 plans time 79 (arena 33024) and 33536 time 80. */
 static void descent_sweep(const char *what, const double *f, const double *bt, const uint64_t *a, const uint64_t *t,
                           const uint64_t *wf, const uint64_t *wb, uint64_t want_lo, uint64_t want_hi) {
     ckpt_cost c[7];
