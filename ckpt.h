@@ -159,12 +159,11 @@
    the plan's arena still exceeds the budget (or its pinned pool the host budget), the policy
    plans again for a budget lowered by the excess (optimal without offload: first, in the exact
    search, the plan's own peak, where an equally fast schedule may lay out smaller, then a byte
-   below it), down to its smallest peak, until the arena fits:
-   info.fit_budget is the budget it finally planned for, and its guarantee holds there.
-   min_budget is a budget from which every larger one plans: the smallest peak, or the arena of a
-   plan at that peak when it needs more, laid out without the search (so an infeasible budget
-   reports the same min_budget whatever it is; a budget that plans reports the smaller of that
-   and itself).
+   below it), down to its smallest peak, until the arena fits: info.fit_budget is the budget it
+   finally planned for, and its guarantee holds there. min_budget is a budget from which every
+   larger one plans: the smallest peak, or the arena of a plan at that peak when it needs more,
+   laid out without the search (so an infeasible budget reports the same min_budget whatever it
+   is; a budget that plans reports the smaller of that and itself).
    Beyond the exact search that plan keeps each sub-problem at its own smallest peak (>>floor),
    not the fastest plan at that peak, which takes far longer to find; where its arena is the
    smaller of the two and only it fits, it is the plan returned, with guarantee
