@@ -122,12 +122,13 @@ static void run_near_min(const char *kind, const ckpt_cost *c, int n, uint64_t s
     ckpt_plan_info info;
     ckpt_plan *p = NULL;
     char name[48];
+    uint64_t range;
     int i;
     pd.budget = 1;     /* infeasible: its info names min_budget */
     pd.max_units = max_units;
     if (ckpt_plan_create(c, n, &pd, &p, &info) != CKPT_ERR_INFEASIBLE) { printf("%d stages: no min_budget\n", n); return; }
+    range = sa_peak > info.min_budget ? sa_peak - info.min_budget : 0;
     for (i = 0; i < 5; i++) {
-        uint64_t range = sa_peak > info.min_budget ? sa_peak - info.min_budget : 0;
         snprintf(name, sizeof name, "%s+%g", kind, x[i]);
         run(name, c, n, info.min_budget + (uint64_t)(x[i] * (double)range), max_units, reps);
     }
